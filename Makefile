@@ -1,0 +1,53 @@
+# nodeguard.failover: the two commands a new user needs are `make demo` and `make test`.
+SHELL := /bin/bash
+.ONESHELL:
+.SHELLFLAGS := -euo pipefail -c
+export PATH := $(CURDIR)/.venv/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+.PHONY: demo test setup images lab-build lab-up lab-down lab-status \
+        test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench
+
+## demo: set up, start the lab, and tune it with playbooks/tune-failover.yml
+demo: setup lab-up
+	ansible-playbook -i lab/.state/inventory.yml playbooks/tune-failover.yml -e failover_preset=fast
+
+## test: set up and run every test
+test: setup
+	$(MAKE) test-unit test-lint test-sanity test-molecule test-integration
+
+setup:
+	scripts/setup.sh
+
+images: setup
+	scripts/build-node-image.sh
+
+lab-build: setup
+	lab/scripts/build-k8s.sh
+
+lab-up: lab-build images
+	lab/scripts/lab.sh up
+
+lab-down:
+	lab/scripts/lab.sh down
+
+lab-status:
+	lab/scripts/lab.sh status
+
+test-unit: setup
+	pytest -q tests/unit
+
+test-lint: setup
+	scripts/lint.sh
+
+test-sanity: setup
+	scripts/sanity.sh
+
+test-molecule: images
+	scripts/molecule-all.sh
+
+test-integration: lab-build images
+	scripts/integration.sh
+
+bench: lab-build images
+	bench/run.sh
