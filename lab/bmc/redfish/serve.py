@@ -1,0 +1,47 @@
+"""Run sushy-tools' Redfish emulator over TLS with the podman-backed systems driver.
+
+Usage: serve.py CONFIG_FILE   (a sushy-tools config file, written by bmc.sh)
+
+We do not call sushy-emulator's own main(): it installs a SIGCHLD handler that reaps
+every child process, which would steal the exit status of the podman commands the
+driver runs (subprocess then reports success for a failed command).
+"""
+
+from __future__ import annotations
+
+import ssl
+import sys
+
+from podman_systems import PodmanSystemsDriver
+from sushy_tools.emulator import main as emulator
+from sushy_tools.emulator.resources.systems import fakedriver
+
+
+def tls_context(cert_file: str, key_file: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+def main(config_file: str) -> int:
+    # sushy-tools has no plug-in point for systems drivers: with SUSHY_EMULATOR_FAKE_DRIVER
+    # it instantiates fakedriver.FakeDriver, so we hand it our subclass under that name.
+    fakedriver.FakeDriver = PodmanSystemsDriver
+
+    app = emulator.app
+    app.configure(config_file=config_file)  # also installs HTTP basic auth (AUTH_FILE)
+    config = app.config
+    app.run(
+        host=config["SUSHY_EMULATOR_LISTEN_IP"],
+        port=config["SUSHY_EMULATOR_LISTEN_PORT"],
+        ssl_context=tls_context(config["SUSHY_EMULATOR_SSL_CERT"], config["SUSHY_EMULATOR_SSL_KEY"]),
+        threaded=True,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1]))
