@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: static_pod_flags
+short_description: Set command-line flags of a container in a kubeadm static pod manifest
+version_added: 0.1.0
+description:
+  - Sets, changes or removes C(--flag=value) items in C(spec.containers[].command) of a static pod manifest,
+    such as C(/etc/kubernetes/manifests/kube-controller-manager.yaml) or C(kube-apiserver.yaml).
+  - Feature gates are merged gate by gate into the existing C(--feature-gates=A=true,B=false) item.
+  - The kubelet restarts the static pod as soon as the file changes. Wait for the component's C(/healthz)
+    and restore RV(backup_file) when it does not come back (the C(nodeguard.failover) control plane role does this).
+  - Flags set here are lost on C(kubeadm upgrade) unless they are also in the C(kube-system/kubeadm-config)
+    ConfigMap; see the P(nodeguard.failover.kubeadm_cluster_config_merge#filter) filter.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.failover.file_edit
+options:
+  path:
+    description: Static pod manifest to edit.
+    type: path
+    required: true
+  container:
+    description:
+      - Name of the container whose command carries the flags.
+      - Defaults to the file name without extension (C(kube-apiserver) for C(kube-apiserver.yaml)).
+    type: str
+  flags:
+    description:
+      - Flags to set, as C(name -> value) with names without leading dashes. Values are strings
+        (numbers and booleans are converted); V(null) removes the flag.
+      - A mapping as the value of C(feature-gates) is merged like O(feature_gates).
+    type: dict
+    default: {}
+  feature_gates:
+    description:
+      - Feature gates to merge into C(--feature-gates), as C(Gate -> true|false); V(null) removes a gate.
+      - The flag is removed when no gate is left.
+    type: dict
+  backup_dir:
+    description:
+      - Directory for backups. Defaults to a C(nodeguard-backups) directory next to the manifest directory
+        (C(/etc/kubernetes/nodeguard-backups) for C(/etc/kubernetes/manifests/*.yaml)), because the kubelet
+        would run a backup left in the manifest directory as a second static pod.
+    type: path
+"""
+
+EXAMPLES = r"""
+- name: Detect dead nodes faster (controller manager)
+  nodeguard.failover.static_pod_flags:
+    path: /etc/kubernetes/manifests/kube-controller-manager.yaml
+    flags:
+      node-monitor-period: 2s
+      node-monitor-grace-period: 20s
+      pod-eviction-timeout: null   # removed in 1.27; drop it if an old profile left it
+  register: kcm_flags
+
+- name: Evict pods from unreachable nodes after 30 s (apiserver)
+  nodeguard.failover.static_pod_flags:
+    path: /etc/kubernetes/manifests/kube-apiserver.yaml
+    flags:
+      default-not-ready-toleration-seconds: "30"
+      default-unreachable-toleration-seconds: "30"
+
+- name: Merge a feature gate without touching the others
+  nodeguard.failover.static_pod_flags:
+    path: /etc/kubernetes/manifests/kube-controller-manager.yaml
+    feature_gates:
+      NodeOutOfServiceVolumeDetach: true
+"""
+
+RETURN = r"""
+path:
+  description: The manifest.
+  returned: always
+  type: str
+changes:
+  description: One line per flag that changed (or would change in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: ["kube-controller-manager: node-monitor-grace-period 40s -> 20s"]
+command:
+  description: The container command after the change (or as it would be in check mode).
+  returned: success
+  type: list
+  elements: str
+backup_file:
+  description: Backup of the manifest taken before it was changed.
+  returned: changed and O(backup=true) and not in check mode
+  type: str
+  sample: /etc/kubernetes/nodeguard-backups/kube-controller-manager.yaml.4242.2026-11-22@03:10:00~
+checksum:
+  description: SHA-256 of the manifest after the change (or as it would be in check mode).
+  returned: success
+  type: str
+previous_checksum:
+  description: SHA-256 of the manifest as it was read.
+  returned: success
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
+    NodeguardError,
+)
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import (
+    FILE_EDIT_ARGUMENT_SPEC,
+    edit_yaml_file,
+)
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
+    static_pod,
+)
+
+
+def argument_spec() -> dict:
+    spec = {
+        "path": {"type": "path", "required": True},
+        "container": {"type": "str"},
+        "flags": {"type": "dict", "default": {}},
+        "feature_gates": {"type": "dict"},
+    }
+    spec.update(FILE_EDIT_ARGUMENT_SPEC)
+    return spec
+
+
+def default_backup_dir(manifest: str) -> str:
+    manifest_dir = os.path.dirname(os.path.abspath(manifest))
+    return os.path.join(os.path.dirname(manifest_dir), "nodeguard-backups")
+
+
+def run(module) -> dict:
+    params = module.params
+    path = params["path"]
+    container = params["container"] or os.path.splitext(os.path.basename(path))[0]
+    result = {}
+
+    def render(document):
+        rendered = static_pod.render(document, container, params["flags"], params["feature_gates"], path)
+        result["command"] = static_pod.command_of(rendered.document, container, path)
+        return rendered
+
+    result.update(edit_yaml_file(module, path, render, backup_dir=default_backup_dir(path)))
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    try:
+        result = run(module)
+    except NodeguardError as error:
+        module.fail_json(msg=str(error))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
