@@ -1,0 +1,99 @@
+"""Helpers for the lab BMC tests: podman calls, a tiny test image, a private BMC instance."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+BMC_SH = REPO / "lab" / "bmc" / "bmc.sh"
+# A few MB: /bin/sleep and its libraries. The BMC only cares about the container's lifecycle.
+TEST_IMAGE = "localhost/nodeguard-bmctest:tiny"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check, timeout=60)
+
+
+def container_status(name: str) -> str:
+    result = podman("container", "inspect", "--format", "{{.State.Status}}", name, check=False)
+    return result.stdout.strip() if result.returncode == 0 else "absent"
+
+
+def shared_libraries(binary: str) -> list[str]:
+    out = subprocess.run(["ldd", binary], capture_output=True, text=True, check=True).stdout
+    paths = []
+    for line in out.splitlines():
+        parts = line.split()
+        if "=>" in parts and len(parts) > parts.index("=>") + 1 and parts[parts.index("=>") + 1].startswith("/"):
+            paths.append(parts[parts.index("=>") + 1])
+        elif parts and parts[0].startswith("/"):
+            paths.append(parts[0])
+    return paths
+
+
+def build_test_image() -> None:
+    sleep = shutil.which("sleep")
+    with tempfile.TemporaryDirectory() as tmp:
+        archive = Path(tmp) / "rootfs.tar"
+        with tarfile.open(archive, "w") as tar:
+            tar.add(sleep, arcname="bin/sleep")
+            for lib in shared_libraries(sleep):
+                tar.add(lib, arcname=lib.lstrip("/"))
+        podman("import", "--change", 'CMD ["/bin/sleep", "infinity"]', str(archive), TEST_IMAGE)
+
+
+@dataclass
+class Bmc:
+    state_dir: Path
+    port: int
+    nodes: list[str]
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "NODEGUARD_BMC_STATE_DIR": str(self.state_dir), "NODEGUARD_BMC_PORT": str(self.port)}
+
+    def sh(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(BMC_SH), *args], env=self.env, capture_output=True, text=True, check=check, timeout=120
+        )
+
+    @property
+    def endpoints(self) -> dict:
+        return json.loads((self.state_dir / "endpoints.json").read_text())
+
+    @property
+    def base_url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def ca_cert(self) -> str:
+        return str(self.state_dir / "ca.crt")
+
+    @property
+    def auth(self) -> tuple[str, str]:
+        endpoint = self.endpoints[self.nodes[0]]
+        return endpoint["username"], endpoint["password"]
+
+    def pid(self) -> int:
+        return int((self.state_dir / "redfish.pid").read_text())
+
+
+def start_bmc(state_dir: Path, nodes: list[str]) -> Bmc:
+    bmc = Bmc(state_dir=state_dir, port=free_port(), nodes=nodes)
+    result = bmc.sh("up", *nodes, check=False)
+    assert result.returncode == 0, f"bmc.sh up failed:\n{result.stdout}\n{result.stderr}"
+    return bmc

@@ -1,0 +1,300 @@
+"""The lab BMC is a real Redfish service whose power is the node container's power.
+
+Proven here with the clients the incident playbooks rely on: plain HTTPS with the lab CA,
+the ClusterLabs fence agent fence_redfish, and community.general's redfish modules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import time
+
+import pytest
+import requests
+from bmclib import REPO, container_status, free_port, podman, start_bmc
+
+FENCE_REDFISH = "/usr/sbin/fence_redfish"
+
+
+def system_url(bmc, node: str) -> str:
+    return f"{bmc.base_url}/redfish/v1/Systems/{node}"
+
+
+def power_state(bmc, node: str) -> str:
+    response = requests.get(system_url(bmc, node), auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+    response.raise_for_status()
+    return response.json()["PowerState"]
+
+
+def reset(bmc, node: str, reset_type: str) -> requests.Response:
+    return requests.post(
+        f"{system_url(bmc, node)}/Actions/ComputerSystem.Reset",
+        json={"ResetType": reset_type}, auth=bmc.auth, verify=bmc.ca_cert, timeout=60,
+    )
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.2) -> float:
+    """Seconds until predicate() held; fails the test after timeout."""
+    start = time.monotonic()
+    while not predicate():
+        if time.monotonic() - start > timeout:
+            pytest.fail(f"condition not met within {timeout} s")
+        time.sleep(interval)
+    return time.monotonic() - start
+
+
+def fence_redfish(bmc, node: str, action: str, port: int | None = None, ca_bundle: str | None = "lab",
+                  password: str | None = None) -> subprocess.CompletedProcess:
+    """Run fence_redfish as Pacemaker does: options on stdin, so the password is not in argv.
+
+    fence_redfish verifies TLS with python-requests, which honours REQUESTS_CA_BUNDLE.
+    """
+    username, real_password = bmc.auth
+    options = {
+        "ip": "127.0.0.1",
+        "ipport": str(port or bmc.port),
+        "username": username,
+        "password": password or real_password,
+        "ssl-secure": "1",
+        "systems-uri": f"/redfish/v1/Systems/{node}",
+        "action": action,
+    }
+    env = {k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
+    if ca_bundle == "lab":
+        env["REQUESTS_CA_BUNDLE"] = bmc.ca_cert
+    return subprocess.run(
+        [FENCE_REDFISH], input="".join(f"{k}={v}\n" for k, v in options.items()),
+        env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+# --- Redfish power follows the container --------------------------------------------------
+
+def test_running_container_reads_on(bmc, node):
+    assert power_state(bmc, node) == "On"
+
+
+def test_missing_container_reads_off(bmc, absent_node):
+    assert power_state(bmc, absent_node) == "Off"
+
+
+def test_force_off_stops_the_container(bmc, node):
+    response = reset(bmc, node, "ForceOff")
+    assert response.status_code == 204, response.text
+    # Forced actions complete before the response: no waiting needed.
+    assert container_status(node) == "exited"
+    assert power_state(bmc, node) == "Off"
+
+
+def test_power_on_starts_the_container(bmc, node):
+    podman("stop", "--time", "0", node)
+    response = reset(bmc, node, "On")
+    assert response.status_code == 204, response.text
+    assert container_status(node) == "running"
+    assert power_state(bmc, node) == "On"
+
+
+def test_graceful_shutdown_stops_the_container(bmc, node):
+    response = reset(bmc, node, "GracefulShutdown")
+    assert response.status_code == 204, response.text
+    wait_for(lambda: container_status(node) == "exited", timeout=40)
+    assert power_state(bmc, node) == "Off"
+
+
+def test_force_restart_leaves_a_new_running_container(bmc, node):
+    started_before = podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout
+    response = reset(bmc, node, "ForceRestart")
+    assert response.status_code == 204, response.text
+    started_after = podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout
+    assert container_status(node) == "running"
+    assert started_after != started_before
+
+
+def test_container_stopped_behind_the_bmc_reads_off_at_once(bmc, node, record_property):
+    podman("stop", "--time", "0", node)
+    seconds = wait_for(lambda: power_state(bmc, node) == "Off", timeout=2)
+    record_property("seconds_until_redfish_off", round(seconds, 2))
+
+
+def test_power_on_of_a_missing_container_is_refused(bmc, absent_node):
+    response = reset(bmc, absent_node, "On")
+    assert response.status_code == 409
+    assert "does not exist" in response.text
+
+
+def test_unsupported_reset_type_is_refused(bmc, node):
+    response = reset(bmc, node, "Nmi")
+    assert response.status_code == 501
+    assert container_status(node) == "running"
+
+
+def test_unknown_system_is_404(bmc):
+    response = requests.get(system_url(bmc, "no-such-node"), auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+    assert response.status_code == 404
+
+
+def test_systems_are_listed_by_node_name(bmc):
+    response = requests.get(f"{bmc.base_url}/redfish/v1/Systems", auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+    members = [m["@odata.id"] for m in response.json()["Members"]]
+    assert members == [f"/redfish/v1/Systems/{n}" for n in sorted(bmc.nodes)]
+
+
+# --- authentication and TLS ---------------------------------------------------------------
+
+@pytest.mark.parametrize("auth", [None, ("nodeguard-lab", "wrong-password"), ("someone-else", "x")])
+def test_wrong_or_missing_credentials_get_401(bmc, node, auth):
+    response = requests.get(system_url(bmc, node), auth=auth, verify=bmc.ca_cert, timeout=10)
+    assert response.status_code == 401
+    response = requests.post(
+        f"{system_url(bmc, node)}/Actions/ComputerSystem.Reset",
+        json={"ResetType": "ForceOff"}, auth=auth, verify=bmc.ca_cert, timeout=10,
+    )
+    assert response.status_code == 401
+    assert container_status(node) == "running"
+
+
+def test_certificate_is_not_trusted_without_the_lab_ca(bmc, node):
+    with pytest.raises(requests.exceptions.SSLError):
+        requests.get(system_url(bmc, node), auth=bmc.auth, verify=True, timeout=10)
+
+
+def test_certificate_names_the_loopback_address(bmc):
+    text = subprocess.run(
+        ["openssl", "x509", "-noout", "-text", "-in", str(bmc.state_dir / "server.crt")],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert "IP Address:127.0.0.1" in text
+
+
+# --- bmc.sh: endpoints, secrets, idempotence, down -----------------------------------------
+
+def test_endpoints_describe_every_node(bmc):
+    endpoints = bmc.endpoints
+    assert sorted(endpoints) == sorted(bmc.nodes)
+    for node, endpoint in endpoints.items():
+        assert endpoint["type"] == "redfish"
+        assert endpoint["address"] == f"https://127.0.0.1:{bmc.port}"
+        assert endpoint["system_id"] == node
+        assert endpoint["ca_cert"] == bmc.ca_cert
+        assert endpoint["username"] and len(endpoint["password"]) >= 20
+
+
+@pytest.mark.parametrize("secret", ["credentials.json", "htpasswd", "endpoints.json", "server.key"])
+def test_secrets_are_private(bmc, secret):
+    mode = stat.S_IMODE((bmc.state_dir / secret).stat().st_mode)
+    assert mode == 0o600
+
+
+def test_ca_key_is_not_kept(bmc):
+    # Only the server key remains: nobody can mint another certificate the lab CA vouches for.
+    assert [key.name for key in bmc.state_dir.glob("*.key")] == ["server.key"]
+
+
+def test_up_again_changes_nothing(bmc):
+    pid, endpoints = bmc.pid(), bmc.endpoints
+    result = bmc.sh("up", *bmc.nodes)
+    assert "already up" in result.stdout
+    assert bmc.pid() == pid
+    assert bmc.endpoints == endpoints
+
+
+def test_status_shows_power_per_node(bmc, node, absent_node):
+    result = bmc.sh("status")
+    lines = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:]}
+    assert lines[node] == ["On", "running"]
+    assert lines[absent_node] == ["Off", "absent"]
+
+
+def test_down_leaves_nothing_behind(tmp_path):
+    own = start_bmc(tmp_path / "state", ["ng-bmctest-down"])
+    pid = own.pid()
+    own.sh("down")
+    assert not os.path.exists(f"/proc/{pid}")
+    assert not own.state_dir.exists()
+    assert own.sh("status", check=False).returncode == 3
+    own.sh("down")  # a second down is fine
+
+
+def test_reconfigured_nodes_get_a_new_service(tmp_path):
+    own = start_bmc(tmp_path / "state", ["ng-bmctest-r1"])
+    try:
+        first_pid, password = own.pid(), own.auth[1]
+        own.nodes = ["ng-bmctest-r1", "ng-bmctest-r2"]
+        own.sh("up", *own.nodes)
+        assert own.pid() != first_pid
+        assert sorted(own.endpoints) == own.nodes
+        assert own.auth[1] == password  # credentials survive a reconfiguration
+        assert power_state(own, "ng-bmctest-r2") == "Off"
+    finally:
+        own.sh("down", check=False)
+
+
+# --- ClusterLabs fence agent -------------------------------------------------------------
+
+def test_fence_redfish_status_off_on(bmc, node):
+    status = fence_redfish(bmc, node, "status")
+    assert status.returncode == 0, status.stderr
+    assert "Status: ON" in status.stdout
+
+    off = fence_redfish(bmc, node, "off")
+    assert off.returncode == 0, off.stderr
+    assert container_status(node) == "exited"
+    status = fence_redfish(bmc, node, "status")
+    # Fence agents exit 2 for "status: off".
+    assert status.returncode == 2 and "Status: OFF" in status.stdout
+
+    on = fence_redfish(bmc, node, "on")
+    assert on.returncode == 0, on.stderr
+    assert container_status(node) == "running"
+
+
+def test_fence_redfish_verifies_the_certificate(bmc, node):
+    result = fence_redfish(bmc, node, "status", ca_bundle=None)
+    assert result.returncode != 0
+    assert "CERTIFICATE_VERIFY_FAILED" in result.stderr
+
+
+def test_fence_redfish_with_wrong_password_fails(bmc, node):
+    result = fence_redfish(bmc, node, "off", password="wrong-password")
+    assert result.returncode != 0
+    assert container_status(node) == "running"
+
+
+def test_fence_redfish_reports_an_unreachable_bmc(bmc, node):
+    result = fence_redfish(bmc, node, "status", port=free_port())
+    assert result.returncode != 0
+    assert "Connection refused" in result.stderr
+
+
+# --- community.general -------------------------------------------------------------------
+
+def run_redfish_playbook(bmc, node, tmp_path, expect_before, power_off, expect_after):
+    # Extra vars in a private file: the password stays out of the process list.
+    extra_vars = tmp_path / "vars.json"
+    extra_vars.write_text(json.dumps({
+        "bmc": bmc.endpoints[node], "expect_before": expect_before,
+        "power_off": power_off, "expect_after": expect_after,
+    }))
+    extra_vars.chmod(0o600)
+    return subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), str(REPO / "tests/integration/bmc/redfish_power.yml"),
+         "-e", f"@{extra_vars}"],
+        cwd=REPO, env={**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg")},
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+
+
+def test_community_general_reads_power_and_powers_off(bmc, node, tmp_path):
+    result = run_redfish_playbook(bmc, node, tmp_path, "On", True, "Off")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert container_status(node) == "exited"
+
+
+def test_community_general_sees_a_wrong_expectation(bmc, node, tmp_path):
+    # The playbook's check can fail: a running node does not read Off.
+    result = run_redfish_playbook(bmc, node, tmp_path, "Off", False, "Off")
+    assert result.returncode != 0
+    assert "reads On, expected Off" in result.stdout
