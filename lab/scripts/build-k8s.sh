@@ -1,32 +1,59 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver, kube-controller-manager and kube-scheduler from the
-# published k8s.io/kubernetes Go module, and kwok from sigs.k8s.io/kwok.
-# Binaries are cached outside the repo, keyed by version: a second run is free.
+# Builds the lab's Kubernetes binaries from published Go modules (no release downloads):
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  <- k8s.io/kubernetes
+#   etcd                                                              <- go.etcd.io/etcd/server/v3
+#   kwok                                                              <- sigs.k8s.io/kwok
+# Versions come from lab/k8s-build/go.mod (one module pins them all, with replace lines for the
+# k8s.io staging modules) and KWOK_VERSION. Binaries are cached outside the repo, keyed by
+# version, so a second run costs nothing:
+#   ~/.cache/nodeguard/k8s/<version>/bin/  ~/.cache/nodeguard/etcd/<version>/bin/  ~/.cache/nodeguard/kwok/<version>/bin/
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-k8s_version=$(awk '/^require k8s.io\/kubernetes/ {print $3}' "$here/k8s-build/go.mod")
+module_version() { (cd "$here/k8s-build" && go list -m -f '{{.Version}}' "$1"); }
+
+if ! command -v go >/dev/null; then
+  echo "build-k8s: the Go toolchain is missing (it is needed once, to fill the cache)" >&2
+  exit 1
+fi
+k8s_version=$(module_version k8s.io/kubernetes)
+etcd_version=$(module_version go.etcd.io/etcd/server/v3)
 kwok_version=${KWOK_VERSION:-v0.7.0}
 cache=${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}
-bin="$cache/k8s/$k8s_version/bin"
-mkdir -p "$bin"
 
-pkg=k8s.io/component-base/version
-ldflags="-s -w -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$(echo "${k8s_version#v}" | cut -d. -f1) -X $pkg.gitMinor=$(echo "${k8s_version#v}" | cut -d. -f2) -X $pkg.gitTreeState=clean"
-
-for cmd in kube-apiserver kube-controller-manager kube-scheduler; do
-  if [ -x "$bin/$cmd" ]; then
-    echo "cached: $bin/$cmd"
-    continue
+# build <output> <package> [ldflags]: builds once, atomically (a killed build leaves no binary).
+build() {
+  local out=$1 pkg=$2 ldflags=${3:-}
+  if [ -x "$out" ]; then
+    echo "cached: $out"
+    return
   fi
-  echo "building $cmd $k8s_version (first build takes a while on 2 cores)"
-  (cd "$here/k8s-build" && CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd")
-  mv "$bin/$cmd.tmp" "$bin/$cmd"
+  echo "building $out from $pkg (the first build takes minutes on 2 cores)"
+  mkdir -p "$(dirname "$out")"
+  (cd "$here/k8s-build" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
+  mv "$out.tmp" "$out"
+}
+
+# The version variables hack/lib/version.sh sets, so /version and `kubectl version` tell the truth.
+major=$(echo "${k8s_version#v}" | cut -d. -f1)
+minor=$(echo "${k8s_version#v}" | cut -d. -f2)
+k8s_ldflags=""
+for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 done
 
+k8s_bin="$cache/k8s/$k8s_version/bin"
+for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+  build "$k8s_bin/$cmd" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
+done
+
+build "$cache/etcd/$etcd_version/bin/etcd" go.etcd.io/etcd/server/v3
+
 kwok_bin="$cache/kwok/$kwok_version/bin"
-if [ ! -x "$kwok_bin/kwok" ]; then
+if [ -x "$kwok_bin/kwok" ]; then
+  echo "cached: $kwok_bin/kwok"
+else
   echo "building kwok $kwok_version"
   mkdir -p "$kwok_bin"
   CGO_ENABLED=0 GOBIN="$kwok_bin" go install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version"
 fi
-echo "$bin"
+echo "$k8s_bin"

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The failover lab in one command (see docs/lab.md).
+#
+#   lab/scripts/lab.sh up       control plane, workers, BMCs, workloads, kubeconfig + inventory; idempotent
+#   lab/scripts/lab.sh status   nodes, BMC power per node, live control-plane flags
+#   lab/scripts/lab.sh down     remove every lab container, the lab network and the BMC processes
+#
+# Environment: NODEGUARD_LAB_WORKERS (default 3).
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+lab=$repo/lab
+state=$lab/.state
+python=${NODEGUARD_PYTHON:-$repo/.venv/bin/python}
+network=nodeguard-lab
+control_plane=ng-cp1
+workers=${NODEGUARD_LAB_WORKERS:-3}
+export NODEGUARD_LAB_WORKERS=$workers
+worker_nodes=()
+for i in $(seq 1 "$workers"); do worker_nodes+=("ng-worker$i"); done
+
+say() { echo "lab: $*"; }
+
+k8s_version=$(awk '/^\tk8s.io\/kubernetes / {print $2; exit}' "$lab/k8s-build/go.mod")
+kubectl=${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}/k8s/$k8s_version/bin/kubectl
+[ -x "$kubectl" ] || kubectl=kubectl
+k() { "$kubectl" --kubeconfig "$state/admin.kubeconfig" "$@"; }
+
+# Run a part owned by another script if it exists yet; say so when it does not.
+part() {
+  local script=$1
+  shift
+  if [ -x "$script" ]; then
+    "$script" "$@"
+  else
+    say "skipping ${script#"$repo"/} $1: not there yet"
+  fi
+}
+
+timings=()
+phase() {  # phase NAME COMMAND...: run and record its duration
+  local name=$1 started=$SECONDS
+  shift
+  "$@"
+  timings+=("$name=$((SECONDS - started))s")
+}
+
+apply_workloads() {
+  shopt -s nullglob
+  local files=("$lab"/workloads/*.yaml)
+  shopt -u nullglob
+  if [ ${#files[@]} = 0 ]; then
+    say "no workloads in lab/workloads yet"
+    return 0
+  fi
+  local args=()
+  for file in "${files[@]}"; do args+=(-f "$file"); done
+  k apply "${args[@]}" >/dev/null
+  say "applied ${#files[@]} workload file(s); waiting for their rollout"
+  local object
+  for object in $(k -n failover-lab get deployment,statefulset,daemonset -o name 2>/dev/null); do
+    k -n failover-lab rollout status "$object" --timeout=120s >/dev/null || say "warning: $object is not ready"
+  done
+}
+
+write_inventory() {
+  "$python" "$lab/scripts/inventory.py" --state "$state" --control-plane "$control_plane" \
+    --workers "${worker_nodes[@]}" --kubernetes-version "${k8s_version#v}"
+  say "inventory: $state/inventory.yml"
+}
+
+cmd_up() {
+  local started=$SECONDS
+  mkdir -p "$state"
+  phase build "$lab/scripts/build-k8s.sh" >/dev/null
+  phase control-plane "$lab/controlplane/controlplane.sh" up
+  phase workers part "$lab/workers/workers.sh" up "$workers"
+  phase bmc part "$lab/bmc/bmc.sh" up "${worker_nodes[@]}"
+  phase workloads apply_workloads
+  write_inventory
+  say "up in $((SECONDS - started))s (${timings[*]})"
+  printf '%s\n' "${timings[@]}" "total=$((SECONDS - started))s" > "$state/up-timings.txt"
+  say "kubectl --kubeconfig $state/admin.kubeconfig get nodes"
+}
+
+cmd_status() {
+  if ! podman container exists "$control_plane"; then
+    say "down"
+    return 3
+  fi
+  echo "== nodes"
+  k get nodes -o wide || true
+  echo
+  echo "== BMC power"
+  part "$lab/bmc/bmc.sh" status "${worker_nodes[@]}" || true
+  echo
+  echo "== live control-plane flags (/proc/<pid>/cmdline in $control_plane)"
+  "$lab/controlplane/controlplane.sh" status
+}
+
+cmd_down() {
+  part "$lab/bmc/bmc.sh" down || true
+  part "$lab/workers/workers.sh" down "$workers" || true
+  "$lab/controlplane/controlplane.sh" down
+  # Anything else still attached to the lab network is a lab leftover.
+  if podman network exists "$network"; then
+    podman ps -a --filter "network=$network" --format '{{.Names}}' | while read -r name; do
+      say "removing leftover container $name"
+      podman rm -f -t 5 "$name" >/dev/null
+    done
+    podman network rm "$network" >/dev/null
+    say "removed network $network"
+  fi
+  rm -f "$state/inventory.yml" "$state/up-timings.txt"
+  say "down"
+}
+
+case "${1:-}" in
+  up) cmd_up ;;
+  status) cmd_status ;;
+  down) cmd_down ;;
+  *) echo "usage: $0 up | status | down" >&2; exit 2 ;;
+esac
