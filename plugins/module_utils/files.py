@@ -96,9 +96,9 @@ def _write_atomically(module, path: str, text: str, creating: bool) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(text.encode("utf-8"))
-        if creating:
-            os.chmod(temporary, NEW_FILE_MODE)
         module.atomic_move(temporary, path)
+        if creating:  # atomic_move gives new files the umask default; tighten it
+            os.chmod(path, NEW_FILE_MODE)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: kubelet_config
+short_description: Set fields of a KubeletConfiguration file
+version_added: 0.1.0
+description:
+  - Sets, changes or removes top-level fields of a kubelet configuration file (C(kind) V(KubeletConfiguration)),
+    such as C(/var/lib/kubelet/config.yaml) written by kubeadm, or a file in a kubelet C(--config-dir) drop-in directory.
+  - Mapping values such as C(featureGates) are merged key by key; other values replace the field.
+  - The kubelet reads the file only at start; restart it afterwards (the C(nodeguard.failover) kubelet role does,
+    then waits for the node to be Ready).
+  - On kubeadm clusters also update the C(kubelet) key of ConfigMap C(kube-system/kubelet-config), or
+    C(kubeadm upgrade) rewrites the file; see the P(nodeguard.failover.kubelet_config_merge#filter) filter.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.failover.file_edit
+options:
+  path:
+    description: KubeletConfiguration file to edit.
+    type: path
+    default: /var/lib/kubelet/config.yaml
+  settings:
+    description:
+      - KubeletConfiguration fields (camelCase, as in the file) and their values; V(null) removes a field so the
+        kubelet default applies.
+      - Durations are Go duration strings (V(10s), V(1m0s)); C(nodeLeaseDurationSeconds) and other counts are integers.
+    type: dict
+    required: true
+  create:
+    description:
+      - Create the file (mode C(0600), with C(apiVersion) and C(kind)) when it does not exist, for example a drop-in
+        in the kubelet C(--config-dir). Without it a missing file is an error.
+    type: bool
+    default: false
+"""
+
+EXAMPLES = r"""
+- name: Report node status every 4 s with a 20 s lease
+  nodeguard.failover.kubelet_config:
+    settings:
+      nodeStatusUpdateFrequency: 4s
+      nodeStatusReportFrequency: 1m0s
+      nodeLeaseDurationSeconds: 20
+  register: kubelet_file
+
+- name: Restart the kubelet when the file changed
+  ansible.builtin.systemd_service:
+    name: kubelet
+    state: restarted
+  when: kubelet_file is changed
+
+- name: Go back to the kubelet default for the report frequency
+  nodeguard.failover.kubelet_config:
+    settings:
+      nodeStatusReportFrequency: null
+"""
+
+RETURN = r"""
+path:
+  description: The file.
+  returned: always
+  type: str
+changes:
+  description: One line per field that changed (or would change in check mode).
+  returned: always
+  type: list
+  elements: str
+  sample: ["nodeStatusUpdateFrequency: '10s' -> '4s'"]
+settings:
+  description: The failover-relevant fields in the file after the change (absent fields use kubelet defaults).
+  returned: success
+  type: dict
+  sample: {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
+backup_file:
+  description: Backup of the file taken before it was changed.
+  returned: changed and O(backup=true) and not in check mode and the file existed
+  type: str
+checksum:
+  description: SHA-256 of the file after the change (or as it would be in check mode).
+  returned: success
+  type: str
+previous_checksum:
+  description: SHA-256 of the file as it was read (null when it did not exist).
+  returned: success
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet
+
+
+def argument_spec() -> dict:
+    spec = {
+        "path": {"type": "path", "default": "/var/lib/kubelet/config.yaml"},
+        "settings": {"type": "dict", "required": True},
+        "create": {"type": "bool", "default": False},
+    }
+    spec.update(FILE_EDIT_ARGUMENT_SPEC)
+    return spec
+
+
+def run(module) -> dict:
+    path = module.params["path"]
+    result = {}
+
+    def render(document):
+        rendered = kubelet.render(document, module.params["settings"], path)
+        result["settings"] = kubelet.read_settings(rendered.document, path)
+        return rendered
+
+    result.update(edit_yaml_file(module, path, render, create=module.params["create"]))
+    return result
+
+
+def main():
+    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    try:
+        result = run(module)
+    except NodeguardError as error:
+        module.fail_json(msg=str(error))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

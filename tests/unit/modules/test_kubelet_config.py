@@ -1,0 +1,53 @@
+"""nodeguard.failover.kubelet_config on real files."""
+
+import os
+
+from ansible_collections.nodeguard.failover.plugins.modules import kubelet_config
+
+SETTINGS = {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
+
+
+def test_apply_is_idempotent_and_backed_up_next_to_the_file(run_module, copy_fixture):
+    path = copy_fixture("kubelet-config.yaml", "var/lib/kubelet/config.yaml")
+    before = path.read_text()
+    first = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+    assert first["changed"] is True
+    assert first["settings"]["nodeStatusUpdateFrequency"] == "4s"
+    assert os.path.dirname(first["backup_file"]) == str(path.parent)
+    assert open(first["backup_file"]).read() == before  # noqa: SIM115
+    assert "# graceful shutdown tuned by the platform team, keep" in path.read_text()
+    second = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+    assert second["changed"] is False and second["changes"] == []
+
+
+def test_check_mode_and_wrong_type(run_module, copy_fixture):
+    path = copy_fixture("kubelet-config.yaml", "config.yaml")
+    before = path.read_bytes()
+    checked = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS}, check_mode=True)
+    assert checked["changed"] is True and "nodeLeaseDurationSeconds: 20" in checked["diff"]["after"]
+    failed = run_module(kubelet_config, {"path": str(path), "settings": {"nodeLeaseDurationSeconds": {"s": 20}}})
+    assert failed["failed"] and "must be an integer" in failed["msg"]
+    assert path.read_bytes() == before
+
+
+def test_missing_file_fails_unless_create(run_module, tmp_path):
+    path = tmp_path / "kubelet.conf.d" / "50-nodeguard.conf"
+    path.parent.mkdir()
+    missing = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+    assert missing["failed"] and "does not exist" in missing["msg"]
+    checked = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS, "create": True}, check_mode=True)
+    assert checked["changed"] and not path.exists()
+    created = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS, "create": True})
+    assert created["changed"] and "backup_file" not in created
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    assert path.read_text().startswith("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n")
+    again = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS, "create": True})
+    assert again["changed"] is False
+
+
+def test_real_ansible_run(ansible_adhoc, copy_fixture):
+    path = copy_fixture("kubelet-config.yaml", "config.yaml")
+    result = ansible_adhoc("kubelet_config", {"path": str(path), "settings": SETTINGS})
+    assert result["changed"] is True, result
+    assert "nodeLeaseDurationSeconds: 20" in path.read_text()
+    assert ansible_adhoc("kubelet_config", {"path": str(path), "settings": SETTINGS})["changed"] is False
