@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Filters over the failover profile model (plugins/module_utils/model): profile, timeline, table."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
+
+
+def failover_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, overrides=None,
+                     network_rtt_ms=None, heartbeat_budget=None, assumptions=None):
+    try:
+        return build_profile(facts, preset=preset, detect_seconds=detect_seconds, evict_seconds=evict_seconds,
+                             overrides=overrides, network_rtt_ms=network_rtt_ms,
+                             heartbeat_budget=heartbeat_budget, assumptions=assumptions)
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def failover_timeline(current_settings, facts, network_rtt_ms=None, heartbeat_budget=None, assumptions=None):
+    try:
+        return audit_timeline(current_settings, facts, network_rtt_ms=network_rtt_ms,
+                              heartbeat_budget=heartbeat_budget, assumptions=assumptions)
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def failover_timeline_table(profile_before, profile_after):
+    try:
+        return timeline_table(profile_before, profile_after)
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+class FilterModule:
+    """nodeguard.failover failover model filters."""
+
+    def filters(self):
+        return {
+            "failover_profile": failover_profile,
+            "failover_timeline": failover_timeline,
+            "failover_timeline_table": failover_timeline_table,
+        }

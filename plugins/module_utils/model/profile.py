@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The two entry points: build a profile from a preset or targets, and predict the timeline of a cluster.
+
+Output shape (docs/architecture.md): preset, kubernetes_version, settings, timeline, load, plus
+warnings, violations, kubelet_environment and version_facts.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import rules
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_load
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET, preset_timings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.render import render_settings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import predict_timeline
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import apply_overrides, read_settings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version, version_facts
+
+DISTRIBUTIONS = ("kubeadm", "rke1", "rke2", "k3s")
+CUSTOM = "custom"
+
+
+def _number(value, name: str, minimum: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
+        raise ProfileError("wrong-type", f"{name} must be a number >= {minimum:g}, got {value!r}")
+    return float(value)
+
+
+def read_facts(facts):
+    """(version, node_count, distribution) from the cluster facts mapping."""
+    if not isinstance(facts, dict):
+        raise ProfileError("wrong-type", f"facts must be a mapping with kubernetes_version and node_count, got {facts!r}")
+    if "kubernetes_version" not in facts:
+        raise ProfileError("wrong-type", "facts need kubernetes_version, e.g. '1.35.4'")
+    version = parse_version(facts["kubernetes_version"])
+    node_count = facts.get("node_count")
+    if isinstance(node_count, str) and node_count.strip().isdigit():
+        node_count = int(node_count)
+    if isinstance(node_count, bool) or not isinstance(node_count, int) or node_count < 1:
+        raise ProfileError("wrong-type", f"facts need node_count, a whole number >= 1, got {node_count!r}")
+    distribution = facts.get("distribution", "kubeadm")
+    if distribution not in DISTRIBUTIONS:
+        raise ProfileError("unknown-distribution",
+                           f"unknown distribution {distribution!r}; choose one of: {', '.join(DISTRIBUTIONS)}")
+    return version, node_count, distribution
+
+
+def make_limits(network_rtt_ms=None, heartbeat_budget=None, assumptions=None) -> rules.Limits:
+    """Limits from the optional filter arguments; None keeps the documented default."""
+    values = {}
+    if network_rtt_ms is not None:
+        values["network_rtt_ms"] = _number(network_rtt_ms, "network_rtt_ms", 0)
+    if heartbeat_budget is not None:
+        if not isinstance(heartbeat_budget, dict):
+            raise ProfileError("wrong-type", f"heartbeat_budget must be a mapping, got {heartbeat_budget!r}")
+        for key, field in (("writes_per_second", "budget_writes_per_second"),
+                           ("bytes_per_second", "budget_bytes_per_second")):
+            if key in heartbeat_budget:
+                values[field] = _number(heartbeat_budget[key], f"heartbeat_budget.{key}", 0)
+        unknown = set(heartbeat_budget) - {"writes_per_second", "bytes_per_second"}
+        if unknown:
+            raise ProfileError("unknown-setting", f"unknown heartbeat_budget keys: {', '.join(sorted(unknown))}")
+    if assumptions is not None:
+        if not isinstance(assumptions, dict):
+            raise ProfileError("wrong-type", f"assumptions must be a mapping, got {assumptions!r}")
+        for key in assumptions:
+            if key not in ("node_status_write_bytes", "lease_write_bytes"):
+                raise ProfileError("unknown-setting", f"unknown assumption {key!r}")
+            values[key] = int(_number(assumptions[key], f"assumptions.{key}", 1))
+    return rules.Limits(**values)
+
+
+def _as_list(pairs) -> list:
+    return [{"rule": rule, "message": message} for rule, message in pairs]
+
+
+def _describe(timings, version, node_count, limits, distribution) -> dict:
+    return {
+        "kubernetes_version": str(version),
+        "distribution": distribution,
+        "timeline": predict_timeline(timings),
+        "load": heartbeat_load(timings, node_count, limits.node_status_write_bytes, limits.lease_write_bytes),
+        "warnings": _as_list(rules.warnings(timings, version)),
+        "kubelet_environment": rules.kubelet_http2_environment(timings),
+        "version_facts": version_facts(version),
+    }
+
+
+def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, overrides=None,
+                  network_rtt_ms=None, heartbeat_budget=None, assumptions=None) -> dict:
+    """A consistent profile, or ProfileError naming the first broken rule."""
+    version, node_count, distribution = read_facts(facts)
+    limits = make_limits(network_rtt_ms, heartbeat_budget, assumptions)
+    targets = detect_seconds is not None or evict_seconds is not None
+    if targets and preset not in (None, CUSTOM):
+        raise ProfileError("conflicting-input",
+                           f"give either preset {preset!r} or detect_seconds/evict_seconds targets, not both")
+    if targets:
+        name = CUSTOM
+        timings = timings_for_targets(version, detect_seconds, evict_seconds, limits)
+    else:
+        name = DEFAULT_PRESET if preset is None else preset
+        if name == CUSTOM:
+            raise ProfileError("conflicting-input", "preset 'custom' needs detect_seconds and/or evict_seconds")
+        timings = preset_timings(name, version)
+    timings = apply_overrides(timings, overrides)
+    broken = rules.check(timings, version, node_count, limits)
+    # Stock Kubernetes itself breaks heartbeat-retries (40s grace = 4 Lease renewals before 1.32):
+    # the unmodified kubernetes-default preset reports its problems instead of refusing to exist.
+    stock = name == DEFAULT_PRESET and not overrides
+    if broken and not stock:
+        rule, message = broken[0]
+        others = ", ".join(sorted({other for other, _ in broken[1:]} - {rule}))
+        raise ProfileError(rule, message + (f" (also broken: {others})" if others else ""))
+    profile = {"preset": name, "settings": render_settings(timings, version, stock=stock)}
+    profile.update(_describe(timings, version, node_count, limits, distribution))
+    profile["violations"] = _as_list(broken)
+    profile["overrides"] = sorted(overrides) if isinstance(overrides, dict) else []
+    return profile
+
+
+def audit_timeline(current_settings, facts, network_rtt_ms=None, heartbeat_budget=None, assumptions=None) -> dict:
+    """The profile a cluster is running now; broken rules are listed under violations, never raised."""
+    version, node_count, distribution = read_facts(facts)
+    limits = make_limits(network_rtt_ms, heartbeat_budget, assumptions)
+    timings, problems, defaults_used = read_settings(current_settings, version)
+    profile = {"preset": "current", "settings": render_settings(timings, version, explicit=True)}
+    profile.update(_describe(timings, version, node_count, limits, distribution))
+    profile["violations"] = _as_list(problems + rules.check(timings, version, node_count, limits))
+    profile["defaults_used"] = defaults_used
+    return profile

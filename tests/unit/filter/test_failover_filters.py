@@ -1,0 +1,89 @@
+"""The failover filters through Ansible's own templating and plugin loader (FQCN resolution)."""
+
+import os
+import sys
+
+import pytest
+from ansible.errors import AnsibleError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+FACTS = {"kubernetes_version": "1.35.4", "node_count": 3, "distribution": "kubeadm"}
+SEED_001 = {
+    "kubelet": {"nodeStatusUpdateFrequency": "1s"},
+    "kube_controller_manager": {"node-monitor-period": "1s", "node-monitor-grace-period": "4s"},
+}
+
+
+@pytest.fixture(scope="module")
+def render():
+    # Other tests import ansible_collections as a plain namespace package; Ansible's plugin loader
+    # needs its own collection finder to resolve FQCNs, so swap it in for these tests only.
+    plain = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "ansible_collections"}
+    for name in plain:
+        del sys.modules[name]
+    finder = _AnsibleCollectionFinder(paths=[os.path.join(REPO, ".build", "collections")])
+    finder._install()
+
+    def render(expression, **variables):
+        templar = Templar(loader=DataLoader(), variables=dict(variables, facts=FACTS))
+        return templar.template(trust_as_template("{{ " + expression + " }}"))
+
+    yield render
+    finder._remove()
+    for name in [name for name in sys.modules if name.split(".")[0] == "ansible_collections"]:
+        del sys.modules[name]
+    sys.modules.update(plain)
+
+
+def test_profile_filter(render):
+    profile = render("facts | nodeguard.failover.failover_profile(preset='fast')")
+    assert profile["preset"] == "fast"
+    assert profile["settings"]["kube_controller_manager"]["node-monitor-grace-period"] == "4s"
+    assert profile["settings"]["kubelet"]["nodeLeaseDurationSeconds"] == 3
+    assert profile["timeline"]["not_ready"]["expected"] <= 5
+
+
+def test_profile_filter_with_targets_and_overrides(render):
+    profile = render("facts | nodeguard.failover.failover_profile(detect_seconds=10, evict_seconds=60, "
+                     "overrides={'tcp_retries2': 9})")
+    assert profile["preset"] == "custom"
+    assert profile["settings"]["sysctl"]["net.ipv4.tcp_retries2"] == "9"
+    assert profile["overrides"] == ["tcp_retries2"]
+
+
+@pytest.mark.parametrize("expression, rule", [
+    ("facts | nodeguard.failover.failover_profile(preset='nope')", "unknown-preset"),
+    ("facts | nodeguard.failover.failover_profile(preset='fast', overrides={'node_monitor_grace_period': '3s'})",
+     "heartbeat-retries"),
+    ("{'kubernetes_version': '1.16.0', 'node_count': 3} | nodeguard.failover.failover_profile", "unsupported-version"),
+    ("facts | nodeguard.failover.failover_profile(preset='fast', overrides={'tcp_retries2': 'many'})", "wrong-type"),
+])
+def test_profile_filter_errors_name_the_rule(render, expression, rule):
+    with pytest.raises(AnsibleError) as error:
+        render(expression)
+    assert f"[{rule}]" in str(error.value)
+
+
+def test_timeline_filter_lists_violations(render):
+    current = render("seed | nodeguard.failover.failover_timeline(facts)", seed=SEED_001)
+    assert current["preset"] == "current"
+    assert "heartbeat-retries" in [v["rule"] for v in current["violations"]]
+    assert current["load"]["node_status_writes_per_second"] == 3
+
+
+def test_table_filter(render):
+    table = render("(seed | nodeguard.failover.failover_timeline(facts)) | "
+                   "nodeguard.failover.failover_timeline_table(facts | nodeguard.failover.failover_profile(preset='fast'))",
+                   seed=SEED_001)
+    assert isinstance(table, str)
+    assert "node NotReady" in table
+    assert "after: fast" in table
+
+
+def test_table_filter_refuses_non_profiles(render):
+    with pytest.raises(AnsibleError) as error:
+        render("facts | nodeguard.failover.failover_timeline_table(facts)")
+    assert "[wrong-type]" in str(error.value)
