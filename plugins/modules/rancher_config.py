@@ -103,7 +103,6 @@ previous_checksum:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rancher

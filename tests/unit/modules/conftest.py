@@ -60,11 +60,11 @@ def copy_fixture(tmp_path):
     return _copy
 
 
-def _ansible_adhoc(module: str, args: dict, check: bool = False) -> dict:
+def _ansible_adhoc(module: str, args: dict, check: bool = False, fqcn: bool = False) -> dict:
     """Run `ansible localhost -m nodeguard.failover.<module>` for real (AnsiballZ packaging and imports)."""
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOCALHOST_WARNING="0")
-    command = [str(REPO / ".venv" / "bin" / "ansible"), "localhost", "-c", "local", "-m", "nodeguard.failover." + module,
+    command = [str(REPO / ".venv" / "bin" / "ansible"), "localhost", "-c", "local", "-m", module if fqcn else "nodeguard.failover." + module,
                "-a", json.dumps(args), "-e", "ansible_python_interpreter=" + str(REPO / ".venv" / "bin" / "python")]
     if check:
         command.append("--check")

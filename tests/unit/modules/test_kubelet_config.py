@@ -51,3 +51,12 @@ def test_real_ansible_run(ansible_adhoc, copy_fixture):
     assert result["changed"] is True, result
     assert "nodeLeaseDurationSeconds: 20" in path.read_text()
     assert ansible_adhoc("kubelet_config", {"path": str(path), "settings": SETTINGS})["changed"] is False
+
+
+def test_filter_through_real_ansible(ansible_adhoc, copy_fixture):
+    path = copy_fixture("kubelet-config.yaml", "cm-kubelet.yaml")
+    expression = (
+        f"{{{{ lookup('ansible.builtin.file', '{path}') | nodeguard.failover.kubelet_config_merge({{'nodeLeaseDurationSeconds': 20}}) }}}}"
+    )
+    result = ansible_adhoc("ansible.builtin.debug", {"msg": expression}, fqcn=True)
+    assert "nodeLeaseDurationSeconds: 20" in result["msg"], result

@@ -1,7 +1,6 @@
 """kubeadm ClusterConfiguration extraArgs: v1beta3 map vs v1beta4 list of {name, value}."""
 
 import pytest
-
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubeadm_config, yamldoc
 

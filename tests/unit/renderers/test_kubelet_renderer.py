@@ -1,7 +1,6 @@
 """KubeletConfiguration: top-level camelCase fields, typed, comments kept."""
 
 import pytest
-
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet, yamldoc
 
@@ -68,7 +67,7 @@ def test_wrong_types_are_refused(load, settings, message):
 
 def test_other_kinds_are_refused():
     document = yamldoc.load("apiVersion: kubeproxy.config.k8s.io/v1alpha1\nkind: KubeProxyConfiguration\n", "x")
-    with pytest.raises(FileEditError, match="not a kubelet.config.k8s.io"):
+    with pytest.raises(FileEditError, match=r"not a kubelet\.config\.k8s\.io"):
         kubelet.render(document, {"nodeStatusUpdateFrequency": "4s"}, "x")
 
 

@@ -1,7 +1,6 @@
 """RKE2/k3s config.yaml and config.yaml.d drop-ins: <component>-arg lists."""
 
 import pytest
-
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rancher, yamldoc
 

@@ -1,7 +1,6 @@
 """RKE1 cluster.yml services.<service>.extra_args."""
 
 import pytest
-
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rke1, yamldoc
 
@@ -25,7 +24,10 @@ def test_creates_missing_extra_args_and_keeps_the_rest(load):
         "      default-not-ready-toleration-seconds: '30'\n"
         "      default-unreachable-toleration-seconds: '30'\n"
     ) in new_text
-    assert "  kube-controller:\n    cluster_cidr: 10.42.0.0/16\n    service_cluster_ip_range: 10.43.0.0/16\n    extra_args:\n      node-monitor-grace-period: 20s\n      feature-gates: A=true\n" in new_text
+    assert (
+        "  kube-controller:\n    cluster_cidr: 10.42.0.0/16\n    service_cluster_ip_range: 10.43.0.0/16\n"
+        "    extra_args:\n      node-monitor-grace-period: 20s\n      feature-gates: A=true\n"
+    ) in new_text
     assert "max-pods" not in new_text
     assert 'cluster_name: "prod-eu-1"' in new_text
     assert rke1.render(rendered.document, SERVICES, "cluster.yml").changes == []
@@ -45,5 +47,5 @@ def test_unknown_service_and_wrong_types(load):
         rke1.render(document, {"kube-controller-manager": {"a": "b"}}, "cluster.yml")
     with pytest.raises(FileEditError, match="must be a string, number, boolean or null"):
         rke1.render(document, {"kube-api": {"a": {"b": "c"}}}, "cluster.yml")
-    with pytest.raises(FileEditError, match="services.kubeproxy must be a mapping"):
+    with pytest.raises(FileEditError, match=r"services\.kubeproxy must be a mapping"):
         rke1.render(yamldoc.load("services:\n  kubeproxy: []\n", "x"), {"kubeproxy": {"a": "b"}}, "cluster.yml")

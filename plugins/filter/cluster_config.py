@@ -1,0 +1,77 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Filters that merge failover settings into the YAML text kept in cluster ConfigMaps.
+
+kube-system/kubeadm-config (key ClusterConfiguration) and kube-system/kubelet-config (key kubelet)
+hold YAML documents as strings; these filters return the new string, unchanged byte for byte
+when nothing needs to change, so kubernetes.core.k8s reports no change on a second run.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubeadm_config, kubelet, yamldoc
+
+
+def _with_gates(flags, gates, where: str) -> dict:
+    flags = dict(flags or {})
+    if gates:
+        existing = flags.get("feature-gates")
+        if isinstance(existing, str):
+            raise FileEditError(f"{where}: give feature gates either in feature-gates or as a mapping, not both")
+        flags["feature-gates"] = dict(existing or {}, **gates)
+    return flags
+
+
+def kubeadm_cluster_config_merge(cluster_configuration_yaml, controller_manager_flags=None, apiserver_flags=None,
+                                 controller_manager_feature_gates=None):
+    """New ClusterConfiguration text with the flags merged into controllerManager/apiServer extraArgs."""
+    source = "ClusterConfiguration"
+    try:
+        document = yamldoc.load(_text(cluster_configuration_yaml, source), source)
+        flags = _with_gates(controller_manager_flags, controller_manager_feature_gates, source)
+        rendered = kubeadm_config.render(document, flags, apiserver_flags, source)
+    except FileEditError as error:
+        raise AnsibleFilterError(str(error)) from error
+    if not rendered.changes:
+        return cluster_configuration_yaml
+    return yamldoc.dump(rendered.document, cluster_configuration_yaml)
+
+
+def kubelet_config_merge(kubelet_yaml, settings):
+    """New KubeletConfiguration text with ``settings`` (camelCase fields, None removes) applied."""
+    source = "kubelet-config"
+    try:
+        document = yamldoc.load(_text(kubelet_yaml, source), source)
+        rendered = kubelet.render(document, settings, source)
+    except FileEditError as error:
+        raise AnsibleFilterError(str(error)) from error
+    if not rendered.changes:
+        return kubelet_yaml
+    return yamldoc.dump(rendered.document, kubelet_yaml)
+
+
+def kubelet_settings_to_flags(settings):
+    """KubeletConfiguration fields -> kubelet command-line flags (for RKE1 extra_args, RKE2/k3s kubelet-arg)."""
+    try:
+        return kubelet.settings_to_flags(settings, "kubelet settings")
+    except FileEditError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def _text(value, source: str) -> str:
+    if not isinstance(value, str):
+        raise FileEditError(f"{source}: expected the YAML text of the ConfigMap key, got {type(value).__name__}")
+    return value
+
+
+class FilterModule:
+    """nodeguard.failover filters for the kubeadm-config and kubelet-config ConfigMaps."""
+
+    def filters(self):
+        return {
+            "kubeadm_cluster_config_merge": kubeadm_cluster_config_merge,
+            "kubelet_config_merge": kubelet_config_merge,
+            "kubelet_settings_to_flags": kubelet_settings_to_flags,
+        }

@@ -1,0 +1,64 @@
+"""Filters for the kubeadm-config and kubelet-config ConfigMaps."""
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible_collections.nodeguard.failover.plugins.filter import cluster_config
+
+
+def test_filter_names():
+    assert set(cluster_config.FilterModule().filters()) == {
+        "kubeadm_cluster_config_merge",
+        "kubelet_config_merge",
+        "kubelet_settings_to_flags",
+    }
+
+
+@pytest.mark.parametrize("fixture", ["kubeadm-cluster-config-v1beta3.yaml", "kubeadm-cluster-config-v1beta4.yaml"])
+def test_kubeadm_merge_is_idempotent_and_returns_input_when_unchanged(fixture, load):
+    _, text = load(fixture)
+    merged = cluster_config.kubeadm_cluster_config_merge(
+        text, {"node-monitor-grace-period": "20s"}, {"default-unreachable-toleration-seconds": "30"},
+        controller_manager_feature_gates={"NodeOutOfServiceVolumeDetach": True},
+    )
+    assert merged != text
+    assert "NodeOutOfServiceVolumeDetach=true" in merged
+    again = cluster_config.kubeadm_cluster_config_merge(
+        merged, {"node-monitor-grace-period": "20s"}, {"default-unreachable-toleration-seconds": "30"},
+        controller_manager_feature_gates={"NodeOutOfServiceVolumeDetach": True},
+    )
+    assert again is merged
+
+
+def test_kubeadm_merge_shapes_differ_by_api_version(load):
+    _, v3 = load("kubeadm-cluster-config-v1beta3.yaml")
+    _, v4 = load("kubeadm-cluster-config-v1beta4.yaml")
+    flags = {"node-monitor-period": "2s"}
+    assert "controllerManager:\n  extraArgs:\n    node-monitor-period: 2s\n" in cluster_config.kubeadm_cluster_config_merge(v3, flags)
+    assert "  - name: node-monitor-period\n    value: 2s\n" in cluster_config.kubeadm_cluster_config_merge(v4, flags)
+
+
+def test_kubeadm_merge_errors_become_filter_errors(load):
+    with pytest.raises(AnsibleFilterError, match=r"unsupported apiVersion 'kubeadm\.k8s\.io/v1beta2'"):
+        cluster_config.kubeadm_cluster_config_merge("apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n", {"a": "1"})
+    with pytest.raises(AnsibleFilterError, match="is not valid YAML"):
+        cluster_config.kubeadm_cluster_config_merge("kind: [\n", {"a": "1"})
+    with pytest.raises(AnsibleFilterError, match="expected the YAML text"):
+        cluster_config.kubeadm_cluster_config_merge({"kind": "ClusterConfiguration"}, {"a": "1"})
+    _, text = load("kubeadm-cluster-config-v1beta4.yaml")
+    with pytest.raises(AnsibleFilterError, match="not both"):
+        cluster_config.kubeadm_cluster_config_merge(text, {"feature-gates": "A=true"}, None, {"B": True})
+
+
+def test_kubelet_merge(load):
+    _, text = load("kubelet-config.yaml")
+    merged = cluster_config.kubelet_config_merge(text, {"nodeStatusUpdateFrequency": "4s"})
+    assert "nodeStatusUpdateFrequency: 4s\n" in merged
+    assert cluster_config.kubelet_config_merge(merged, {"nodeStatusUpdateFrequency": "4s"}) is merged
+    with pytest.raises(AnsibleFilterError, match="must be a duration string"):
+        cluster_config.kubelet_config_merge(text, {"nodeStatusUpdateFrequency": 4})
+
+
+def test_kubelet_settings_to_flags():
+    assert cluster_config.kubelet_settings_to_flags({"nodeStatusUpdateFrequency": "4s"}) == {"node-status-update-frequency": "4s"}
+    with pytest.raises(AnsibleFilterError, match="no command-line flag for nodeLeaseDurationSeconds"):
+        cluster_config.kubelet_settings_to_flags({"nodeLeaseDurationSeconds": 20})
