@@ -1,0 +1,196 @@
+"""kubelet stand-in for a lab worker container: kwok for Node/Lease/Pod status, plus what kwok lacks.
+
+Started by systemd as kubelet.service; `systemctl restart kubelet` re-reads the config, as for a
+real kubelet. On start it:
+1. reads /var/lib/kubelet/config.yaml (heartbeat timings, maxPods, registerWithTaints);
+2. registers the Node (or refreshes its status after a reboot) with the identity of its
+   kubeconfig (system:node:<name>), and its CSINode with the lab CSI driver;
+3. clears the holder of its node Lease: kwok takes a new identity per process and would
+   otherwise wait a whole lease duration before renewing after a restart (a kubelet does not);
+4. runs kwok for this one node with Stages rendered from the config;
+5. runs the volume manager loop (volumesInUse, attach before start) until kwok exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+import kubelet_config
+import kwok_stages
+from volume_manager import VolumeManager
+
+LAB_CSI_DRIVER = "lab.csi.nodeguard.dev"
+KWOK_VERSION_TAG = "kwok-v0.7.0"
+VOLUME_LOOP_SECONDS = 1.0
+
+log = logging.getLogger("kubelet-standin")
+
+
+def boot_id() -> str:
+    """An id per container start: /run is a fresh tmpfs each time the container (node) boots."""
+    path = "/run/nodeguard-boot-id"
+    if not os.path.exists(path):
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(str(uuid.uuid4()))
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().strip()
+
+
+def node_status(node_ip: str, hostname: str, settings: kubelet_config.KubeletSettings, kubelet_version: str) -> dict:
+    resources = {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "50Gi", "pods": str(settings.max_pods)}
+    return {
+        "addresses": [{"type": "InternalIP", "address": node_ip}, {"type": "Hostname", "address": hostname}],
+        "capacity": resources,
+        "allocatable": resources,
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "architecture": "amd64",
+            "operatingSystem": "linux",
+            "osImage": "Debian GNU/Linux 12 (bookworm), nodeguard lab",
+            "kernelVersion": os.uname().release,
+            "kubeletVersion": kubelet_version,
+            "kubeProxyVersion": "",
+            "containerRuntimeVersion": f"{KWOK_VERSION_TAG}",
+            "bootID": boot_id(),
+            "machineID": "",
+            "systemUUID": "",
+        },
+    }
+
+
+def register_node(core, name: str, node_ip: str, settings, kubelet_version: str) -> None:
+    status = node_status(node_ip, name, settings, kubelet_version)
+    body = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+            # Without it the attach-detach controller does not manage this node's volumes.
+            "annotations": {"volumes.kubernetes.io/controller-managed-attach-detach": "true"},
+        },
+        "spec": {"taints": settings.register_with_taints} if settings.register_with_taints else {},
+        "status": status,
+    }
+    try:
+        core.create_node(body)
+        log.info("registered node %s (%s)", name, node_ip)
+    except ApiException as error:
+        if error.status != 409:
+            raise
+        # Known node (kubelet restart or node reboot): refresh what a kubelet reports on start.
+        core.patch_node_status(name, {"status": status})
+        log.info("node %s already registered; status refreshed (bootID %s)", name, status["nodeInfo"]["bootID"])
+
+
+def register_csi_driver(storage, core, name: str) -> None:
+    """What node-driver-registrar does: list the lab CSI driver in this node's CSINode."""
+    node = core.read_node(name)
+    drivers = [{"name": LAB_CSI_DRIVER, "nodeID": name, "topologyKeys": None}]
+    try:
+        storage.create_csi_node({
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "CSINode",
+            "metadata": {"name": name, "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node.metadata.uid}]},
+            "spec": {"drivers": drivers},
+        })
+    except ApiException as error:
+        if error.status != 409:
+            raise
+
+
+def release_lease(coordination, name: str) -> None:
+    try:
+        coordination.patch_namespaced_lease(name, "kube-node-lease", {"spec": {"holderIdentity": None}})
+    except ApiException as error:
+        if error.status != 404:
+            raise
+
+
+def node_ip_address() -> str:
+    # podman writes the container's own name and address into /etc/hosts.
+    return socket.gethostbyname(socket.gethostname())
+
+
+def start_kwok(args, settings, node_ip: str) -> subprocess.Popen:
+    os.makedirs(args.state_dir, exist_ok=True)
+    stages_path = os.path.join(args.state_dir, "kwok-stages.yaml")
+    with open(stages_path, "w", encoding="utf-8") as handle:
+        handle.write(kwok_stages.render(settings))
+    command = [
+        args.kwok,
+        "--kubeconfig", args.kubeconfig,
+        "--config", stages_path,
+        "--manage-single-node", args.node_name,
+        "--node-name", args.node_name,
+        "--node-ip", node_ip,
+        "--cidr", args.pod_cidr,
+        "--node-lease-duration-seconds", str(settings.lease_duration_seconds),
+    ]
+    log.info("starting %s", " ".join(command))
+    return subprocess.Popen(command)
+
+
+def run(args) -> int:
+    settings = kubelet_config.load(args.config)
+    log.info(
+        "config %s: nodeStatusUpdateFrequency=%ss nodeStatusReportFrequency=%ss nodeLeaseDurationSeconds=%s "
+        "(lease renewed every %ss)", args.config, settings.status_update_seconds, settings.status_report_seconds,
+        settings.lease_duration_seconds, settings.lease_renew_seconds)
+
+    config.load_kube_config(config_file=args.kubeconfig)
+    core, storage, coordination = client.CoreV1Api(), client.StorageV1Api(), client.CoordinationV1Api()
+    kubelet_version = client.VersionApi().get_code().git_version
+    node_ip = node_ip_address()
+
+    register_node(core, args.node_name, node_ip, settings, kubelet_version)
+    register_csi_driver(storage, core, args.node_name)
+    release_lease(coordination, args.node_name)
+    kwok = start_kwok(args, settings, node_ip)
+
+    def stop(signum, _frame):
+        log.info("signal %s: stopping kwok", signum)
+        kwok.terminate()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+
+    volumes = VolumeManager(core, storage, args.node_name, settings.status_update_seconds)
+    while kwok.poll() is None:
+        try:
+            volumes.sync()
+        except Exception as error:  # noqa: BLE001 - keep heartbeating through API hiccups, as a kubelet does
+            log.warning("volume manager: %s", error)
+        time.sleep(VOLUME_LOOP_SECONDS)
+    log.info("kwok exited with %s", kwok.returncode)
+    return kwok.returncode or 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="/var/lib/kubelet/config.yaml")
+    parser.add_argument("--kubeconfig", default="/etc/kubernetes/kubelet.conf")
+    parser.add_argument("--node-name", default=socket.gethostname())
+    parser.add_argument("--kwok", default="/usr/local/bin/kwok")
+    parser.add_argument("--state-dir", default="/var/lib/kubelet/standin")
+    # The kubelet's (deprecated) --pod-cidr flag: pod IPs kwok hands out on this node.
+    parser.add_argument("--pod-cidr", default="10.244.0.0/24")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stdout)
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
