@@ -11,7 +11,7 @@ set -euo pipefail
 
 image=${NODEGUARD_NODE_IMAGE:-localhost/nodeguard-node:bookworm}
 suite=bookworm
-packages=(systemd systemd-sysv procps python3 python3-yaml iproute2 ca-certificates curl)
+packages=(systemd systemd-sysv procps python3 python3-yaml python3-ruamel.yaml iproute2 ca-certificates curl)
 
 # The Debian mirror this machine already uses (deb822 *.sources or one-line *.list files).
 debian_mirror() {
