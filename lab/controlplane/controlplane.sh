@@ -134,7 +134,7 @@ cmd_up() {
 
 cmd_down() {
   if podman container exists "$node"; then
-    podman rm -f -t 5 "$node" >/dev/null
+    podman rm -f -t 0 "$node" >/dev/null
     say "removed $node"
   fi
   rm -rf "$state/controlplane"

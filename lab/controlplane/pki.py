@@ -74,7 +74,7 @@ def make_ca(base: Path, common_name: str) -> Pair:
     if pair.exists():
         return pair
     key = load_or_create_key(pair.key_path)
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name(common_name))
@@ -101,7 +101,7 @@ def make_leaf(base: Path, ca: Pair, common_name: str, *, organization: str | Non
         return pair
     key = load_or_create_key(pair.key_path)
     usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + ([ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     builder = (
         x509.CertificateBuilder()
         .subject_name(name(common_name, organization))

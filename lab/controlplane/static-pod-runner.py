@@ -108,7 +108,9 @@ def start(pod: Pod) -> None:
         "--property=StartLimitIntervalSec=0", "--property=TimeoutStopSec=30",
     ]
     command += [f"--setenv={key}={value}" for key, value in pod.env.items()]
-    command += ["--", *pod.argv]
+    # exec -a keeps argv[0] as the manifest wrote it (systemd would make it an absolute path),
+    # so /proc/<pid>/cmdline reads exactly like the container's command on a kubeadm node.
+    command += ["--", "/bin/bash", "-c", 'exec -a "$0" "$0" "$@"', *pod.argv]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
         log.error("could not start %s: %s", pod.name, result.stderr.strip())

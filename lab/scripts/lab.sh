@@ -106,7 +106,7 @@ cmd_down() {
   if podman network exists "$network"; then
     podman ps -a --filter "network=$network" --format '{{.Names}}' | while read -r name; do
       say "removing leftover container $name"
-      podman rm -f -t 5 "$name" >/dev/null
+      podman rm -f -t 0 "$name" >/dev/null
     done
     podman network rm "$network" >/dev/null
     say "removed network $network"
