@@ -112,7 +112,7 @@ def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, o
     stock = name == DEFAULT_PRESET and not overrides
     if broken and not stock:
         rule, message = broken[0]
-        others = ", ".join(sorted({other for other, _ in broken[1:]} - {rule}))
+        others = ", ".join(sorted({pair[0] for pair in broken[1:]} - {rule}))
         raise ProfileError(rule, message + (f" (also broken: {others})" if others else ""))
     profile = {"preset": name, "settings": render_settings(timings, version, stock=stock)}
     profile.update(_describe(timings, version, node_count, limits, distribution))
