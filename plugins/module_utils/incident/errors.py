@@ -1,0 +1,38 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Why an incident run stopped. All are NodeguardError, so modules keep one failure path."""
+
+from __future__ import annotations
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError, ProofError
+
+
+class RefusedError(NodeguardError):
+    """A safety rule refused the run before anything changed. ``rule`` names it (docs/runbooks/node-outage.md)."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(f"refused [{rule}]: {message}")
+        self.rule = rule
+
+
+class LockHeldError(RefusedError):
+    """Another job holds the node's lock Lease."""
+
+    def __init__(self, message: str):
+        super().__init__("lock-held", message)
+
+
+class MissingProofError(ProofError):
+    """One or more power-off proofs do not hold; ``missing`` lists them by name."""
+
+    def __init__(self, missing: list, details: list):
+        self.missing = missing
+        super().__init__("power-off not proven, nothing was changed. Missing proof(s): " + ", ".join(missing) + ". " + "; ".join(details))
+
+
+class NodeReturnedError(NodeguardError):
+    """The node became Ready while the run was under way; the run stopped with a consistent record."""
+
+
+class StepTimeoutError(NodeguardError):
+    """A waiting step ran out of time; the record says which step, a rerun resumes there."""

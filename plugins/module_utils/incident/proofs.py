@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The three power-off proofs. All must hold before the first destructive step.
+
+1. not-ready:   the API has seen the node NotReady/Unknown for at least ``min_seconds``.
+2. lease-stale: the node's Lease was not renewed for longer than its duration plus a margin.
+3. power-off:   an out-of-band source (BMC, fence agent, cloud hook, or a recorded attestation) reads Off.
+Each alone can lie (a partition looks like 1 and 2; a wrong BMC mapping looks like 3); together they cannot.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import MissingProofError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
+    lease_age,
+    ready_since,
+    ready_status,
+)
+
+
+class Proof(NamedTuple):
+    name: str
+    ok: bool
+    detail: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+
+
+def prove_not_ready(node: dict, now: float, min_seconds: float) -> Proof:
+    status = ready_status(node)
+    since = ready_since(node)
+    if status == "True":
+        return Proof("not-ready", False, "node is Ready in the API")
+    if since is None:
+        return Proof("not-ready", False, f"node is {status} but the Ready condition has no transition time")
+    age = now - since
+    if age < min_seconds:
+        return Proof("not-ready", False, f"node is {status} for {age:.0f}s only, need {min_seconds:.0f}s")
+    return Proof("not-ready", True, f"node is {status} for {age:.0f}s (need {min_seconds:.0f}s)")
+
+
+def prove_lease_stale(lease, now: float, margin_seconds: float) -> Proof:
+    if lease is None:
+        return Proof("lease-stale", False, "node has no Lease in kube-node-lease, staleness cannot be shown")
+    age, duration = lease_age(lease, now)
+    if age is None:
+        return Proof("lease-stale", False, "node Lease has no renewTime")
+    limit = duration + margin_seconds
+    if age <= limit:
+        return Proof("lease-stale", False, f"Lease renewed {age:.0f}s ago, not older than {duration}s + {margin_seconds:.0f}s")
+    return Proof("lease-stale", True, f"Lease renewed {age:.0f}s ago (> {duration}s + {margin_seconds:.0f}s)")
+
+
+def prove_power_off(reading=None, error=None) -> Proof:
+    """From a PowerReading, or from the PowerError that reading it raised."""
+    if error is not None:
+        return Proof("power-off", False, f"out-of-band power state unreadable: {error}")
+    if reading.state != "off":
+        return Proof("power-off", False, f"{reading.method} reads power {reading.state.upper()} ({reading.detail})")
+    return Proof("power-off", True, f"{reading.method} reads power OFF ({reading.detail})")
+
+
+def require_all(proofs: list) -> None:
+    """Raise MissingProofError naming every proof that does not hold."""
+    missing = [p for p in proofs if not p.ok]
+    if missing:
+        raise MissingProofError([p.name for p in missing], [f"{p.name}: {p.detail}" for p in missing])

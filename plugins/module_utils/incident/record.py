@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The incident record kept on the Node, and the resume state machine that reads it.
+
+The record is one JSON annotation (``failover.nodeguard.io/incident``) plus a short phase annotation
+(``failover.nodeguard.io/phase``) for kubectl. It is first written in the same conditional patch that
+adds the taint, so a taint placed by this collection never exists without its record.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
+
+ANNOTATION = "failover.nodeguard.io/incident"
+PHASE_ANNOTATION = "failover.nodeguard.io/phase"
+RECORD_VERSION = 1
+
+OUTAGE_STEPS = ("prove", "fence", "taint", "delete-pods", "detach-volumes", "verify-replacements")
+RECOVER_STEP = "recover"
+
+OUTAGE_COMPLETE = "outage-complete"
+INTERRUPTED = "interrupted"
+RECOVERED = "recovered"
+
+# What a run does with a node, decided from its taint and record (see decide()).
+FRESH = "fresh"  # no incident under way: prove from scratch
+ADOPT = "adopt"  # taint without our record (placed by hand or another tool): prove, then record it
+RESUME = "resume"  # our record, steps left: continue at the first unfinished step
+COMPLETE = "complete"  # outage done, waiting for node-recover
+STOPPED = "stopped"  # the node came back mid-run: only node-recover may continue
+
+
+def read(node: dict):
+    """The record on a Node, or None. A record that cannot be parsed is refused, never overwritten blindly."""
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION)
+    if not text:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError as e:
+        raise RefusedError("record-unreadable", f"annotation {ANNOTATION} is not JSON ({e}); fix or remove it") from e
+    if not isinstance(record, dict) or "steps" not in record:
+        raise RefusedError("record-unreadable", f"annotation {ANNOTATION} is not an incident record")
+    return record
+
+
+def new(node: dict, job_id: str, now: float, first_not_ready) -> dict:
+    name = node["metadata"]["name"]
+    return {
+        "version": RECORD_VERSION,
+        "id": f"{name}-{format_time(now).replace(':', '').replace('-', '')}",
+        "node": name,
+        "node_uid": node["metadata"].get("uid"),
+        "job": job_id,
+        "phase": OUTAGE_STEPS[0],
+        "first_not_ready": format_time(first_not_ready) if first_not_ready else None,
+        "steps": {},
+    }
+
+
+def start_step(record: dict, step: str, now: float) -> None:
+    record["steps"][step] = {"start": format_time(now)}
+    record["phase"] = step
+
+
+def end_step(record: dict, step: str, now: float, outcome: str = "done") -> None:
+    entry = record["steps"].setdefault(step, {"start": format_time(now)})
+    entry["end"] = format_time(now)
+    entry["outcome"] = outcome
+
+
+def step_done(record: dict, step: str) -> bool:
+    return "end" in (record.get("steps") or {}).get(step, {})
+
+
+def next_step(record: dict):
+    """First outage step without an end, or None when the outage part is complete."""
+    for step in OUTAGE_STEPS:
+        if not step_done(record, step):
+            return step
+    return None
+
+
+def decide(node: dict, record) -> tuple:
+    """(action, step): what to do with this node. See the constants above."""
+    tainted = has_out_of_service_taint(node)
+    phase = (record or {}).get("phase")
+    if not tainted:
+        # No taint: either no incident, a finished one, or a record whose taint someone removed by hand.
+        return FRESH, OUTAGE_STEPS[0]
+    if record is None or phase == RECOVERED:
+        return ADOPT, OUTAGE_STEPS[0]
+    if phase == INTERRUPTED:
+        return STOPPED, None
+    step = next_step(record)
+    if step is None:
+        return COMPLETE, None
+    return RESUME, step
+
+
+def annotations_patch(record: dict) -> dict:
+    return {
+        "metadata": {
+            "annotations": {
+                ANNOTATION: json.dumps(record, sort_keys=True, separators=(",", ":")),
+                PHASE_ANNOTATION: record["phase"],
+            }
+        }
+    }

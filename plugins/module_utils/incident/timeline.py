@@ -1,0 +1,52 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The incident timeline, from first NotReady to Ready again, as rows and as a plain-text table."""
+
+from __future__ import annotations
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import parse_time
+
+_MILESTONES = (
+    ("first_not_ready", None, "node NotReady (first seen)"),
+    ("steps", "prove", "power-off proven"),
+    ("steps", "fence", "fenced (powered off)"),
+    ("steps", "taint", "out-of-service taint added"),
+    ("steps", "delete-pods", "remaining pods force-deleted"),
+    ("steps", "detach-volumes", "volumes detached"),
+    ("steps", "verify-replacements", "replacements Ready"),
+    ("ready_again", None, "node Ready again"),
+    ("steps", "recover", "taint removed"),
+)
+
+
+def rows(record: dict) -> list:
+    """[{event, time, seconds}] for the milestones the record has, seconds counted from first NotReady."""
+    origin = parse_time(record.get("first_not_ready"))
+    result = []
+    for field, step, label in _MILESTONES:
+        if step is None:
+            stamp = record.get(field)
+        else:
+            entry = (record.get("steps") or {}).get(step) or {}
+            if entry.get("outcome") == "skipped":
+                continue
+            stamp = entry.get("end")
+        if not stamp:
+            continue
+        moment = parse_time(stamp)
+        if origin is None:
+            origin = moment
+        result.append({"event": label, "time": stamp, "seconds": round(moment - origin, 1)})
+    return result
+
+
+def table(timeline_rows: list) -> str:
+    header = ("event", "time (UTC)", "+seconds")
+    lines = [header] + [(r["event"], r["time"], f"{r['seconds']:.1f}") for r in timeline_rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(3)]
+    out = []
+    for index, line in enumerate(lines):
+        out.append("  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i]) for i, cell in enumerate(line)))
+        if index == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Build a kubernetes.client.ApiClient from kubernetes.core-style connection options.
+
+Precedence, as in kubernetes.core: an explicit host/api_key/cert option wins over the kubeconfig;
+without kubeconfig and host, the in-cluster service account is used when present, else ~/.kube/config.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.config.config_exception import ConfigException
+
+    HAS_KUBERNETES = True
+    KUBERNETES_IMPORT_ERROR = None
+except ImportError:
+    HAS_KUBERNETES = False
+    KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+
+def _in_cluster() -> bool:
+    return bool(os.environ.get("KUBERNETES_SERVICE_HOST")) and os.path.exists("/var/run/secrets/kubernetes.io/serviceaccount/token")
+
+
+def build_api_client(auth: dict):
+    """Return an ApiClient for the options in ``auth`` (see args.K8S_AUTH_ARGUMENT_SPEC)."""
+    configuration = k8s_client.Configuration()
+    try:
+        if auth.get("kubeconfig") or not (auth.get("host") or _in_cluster()):
+            k8s_config.load_kube_config(
+                config_file=auth.get("kubeconfig"),
+                context=auth.get("context"),
+                client_configuration=configuration,
+                persist_config=False,
+            )
+        elif not auth.get("host"):
+            k8s_config.load_incluster_config(client_configuration=configuration)
+    except (ConfigException, OSError) as e:
+        where = auth.get("kubeconfig") or "the default kubeconfig"
+        raise ClusterError(f"cannot load cluster credentials from {where}: {e}") from e
+
+    if auth.get("host"):
+        configuration.host = auth["host"]
+    if auth.get("api_key"):
+        configuration.api_key = {"authorization": "Bearer " + auth["api_key"]}
+    if auth.get("ca_cert"):
+        configuration.ssl_ca_cert = auth["ca_cert"]
+    if auth.get("client_cert"):
+        configuration.cert_file = auth["client_cert"]
+    if auth.get("client_key"):
+        configuration.key_file = auth["client_key"]
+    # Verified unless the caller turns it off explicitly, whatever the kubeconfig says.
+    configuration.verify_ssl = auth.get("validate_certs") is not False
+    if not configuration.host:
+        raise ClusterError("no API server address: set host, kubeconfig or K8S_AUTH_HOST")
+    return k8s_client.ApiClient(configuration)

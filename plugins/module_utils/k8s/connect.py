@@ -1,0 +1,21 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""One call for modules: check the kubernetes library is there and return a Cluster for the module's options."""
+
+from __future__ import annotations
+
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import auth_params
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.client import (
+    HAS_KUBERNETES,
+    KUBERNETES_IMPORT_ERROR,
+    build_api_client,
+)
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import Cluster
+
+
+def cluster_for(module):
+    """Fail the module cleanly without the kubernetes library; may raise ClusterError for bad credentials."""
+    if not HAS_KUBERNETES:
+        module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
+    return Cluster(build_api_client(auth_params(module.params)))

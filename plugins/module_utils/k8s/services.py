@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The few API calls the incident code makes, returning plain dicts (API field names, camelCase).
+
+Everything above this file works on dicts, so unit tests replace ``Cluster`` with a fake.
+Every call is narrow on purpose: pods are only ever listed by node or by label in one namespace.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
+
+try:
+    from kubernetes import client as k8s_client
+    from kubernetes.client.rest import ApiException
+    from urllib3.exceptions import HTTPError as Urllib3Error
+except ImportError:  # reported by the module through client.HAS_KUBERNETES
+    ApiException = Urllib3Error = None
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+
+
+class ConflictError(ClusterError):
+    """The object changed since we read it (HTTP 409): re-read and decide again."""
+
+
+class Cluster:
+    """Thin wrapper around kubernetes.client typed APIs."""
+
+    def __init__(self, api_client):
+        self._api = api_client
+        self.core = k8s_client.CoreV1Api(api_client)
+        self.apps = k8s_client.AppsV1Api(api_client)
+        self.storage = k8s_client.StorageV1Api(api_client)
+        self.coordination = k8s_client.CoordinationV1Api(api_client)
+        self.version_api = k8s_client.VersionApi(api_client)
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _call(self, what: str, fn, *args, missing_ok: bool = False, **kwargs):
+        try:
+            result = fn(*args, **kwargs)
+        except ApiException as e:
+            if missing_ok and e.status == 404:
+                return None
+            if e.status == 409:
+                raise ConflictError(f"{what}: conflict, the object changed meanwhile") from e
+            raise ClusterError(f"{what}: API answered {e.status} {e.reason}: {_message(e)}") from e
+        except Urllib3Error as e:
+            raise ClusterError(f"{what}: cannot reach the API server ({self._api.configuration.host}): {e}") from e
+        return self._api.sanitize_for_serialization(result)
+
+    # -- cluster ------------------------------------------------------------------------------
+    def server_version(self) -> str:
+        return self._call("read server version", self.version_api.get_code)["gitVersion"]
+
+    # -- nodes --------------------------------------------------------------------------------
+    def get_node(self, name: str):
+        return self._call(f"read node {name}", self.core.read_node, name, missing_ok=True)
+
+    def list_nodes(self) -> list:
+        return self._call("list nodes", self.core.list_node)["items"]
+
+    def patch_node(self, name: str, patch: dict) -> dict:
+        """JSON merge patch. Put metadata.resourceVersion in the patch to make it conditional."""
+        return self._call(
+            f"patch node {name}",
+            self.core.patch_node,
+            name,
+            patch,
+            _content_type="application/merge-patch+json",
+        )
+
+    def get_node_lease(self, name: str):
+        return self._call(
+            f"read lease of node {name}",
+            self.coordination.read_namespaced_lease,
+            name,
+            NODE_LEASE_NAMESPACE,
+            missing_ok=True,
+        )
+
+    # -- pods ---------------------------------------------------------------------------------
+    def list_pods_on_node(self, node: str) -> list:
+        return self._call(
+            f"list pods on node {node}",
+            self.core.list_pod_for_all_namespaces,
+            field_selector=f"spec.nodeName={node}",
+        )["items"]
+
+    def get_pod(self, namespace: str, name: str):
+        return self._call(f"read pod {namespace}/{name}", self.core.read_namespaced_pod, name, namespace, missing_ok=True)
+
+    def list_pods(self, namespace: str, label_selector: str) -> list:
+        return self._call(
+            f"list pods in {namespace} ({label_selector})",
+            self.core.list_namespaced_pod,
+            namespace,
+            label_selector=label_selector,
+        )["items"]
+
+    def force_delete_pod(self, namespace: str, name: str, uid: str) -> bool:
+        """Delete with grace 0, only the incarnation ``uid``. False when it is already gone."""
+        body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
+        try:
+            self.core.delete_namespaced_pod(name, namespace, body=body, grace_period_seconds=0)
+        except ApiException as e:
+            if e.status == 404 or (e.status == 409 and "Precondition failed" in str(e.body)):
+                return False  # gone, or already replaced by a new pod with the same name
+            raise ClusterError(f"delete pod {namespace}/{name}: API answered {e.status} {e.reason}: {_message(e)}") from e
+        except Urllib3Error as e:
+            raise ClusterError(f"delete pod {namespace}/{name}: cannot reach the API server: {e}") from e
+        return True
+
+    # -- owners -------------------------------------------------------------------------------
+    def get_replicaset(self, namespace: str, name: str):
+        return self._call(f"read replicaset {namespace}/{name}", self.apps.read_namespaced_replica_set, name, namespace, missing_ok=True)
+
+    def get_deployment(self, namespace: str, name: str):
+        return self._call(f"read deployment {namespace}/{name}", self.apps.read_namespaced_deployment, name, namespace, missing_ok=True)
+
+    def get_statefulset(self, namespace: str, name: str):
+        return self._call(f"read statefulset {namespace}/{name}", self.apps.read_namespaced_stateful_set, name, namespace, missing_ok=True)
+
+    # -- volumes ------------------------------------------------------------------------------
+    def list_volume_attachments(self) -> list:
+        # VolumeAttachments have no field selector for spec.nodeName; callers filter.
+        return self._call("list volumeattachments", self.storage.list_volume_attachment)["items"]
+
+    def delete_volume_attachment(self, name: str) -> None:
+        self._call(f"delete volumeattachment {name}", self.storage.delete_volume_attachment, name, missing_ok=True)
+
+    # -- leases (locks) -----------------------------------------------------------------------
+    def get_lease(self, namespace: str, name: str):
+        return self._call(f"read lease {namespace}/{name}", self.coordination.read_namespaced_lease, name, namespace, missing_ok=True)
+
+    def create_lease(self, namespace: str, body: dict) -> dict:
+        return self._call(
+            f"create lease {namespace}/{body['metadata']['name']}",
+            self.coordination.create_namespaced_lease,
+            namespace,
+            body,
+        )
+
+    def replace_lease(self, namespace: str, body: dict) -> dict:
+        """Replace; body.metadata.resourceVersion makes it fail with ConflictError if someone else wrote."""
+        name = body["metadata"]["name"]
+        return self._call(f"update lease {namespace}/{name}", self.coordination.replace_namespaced_lease, name, namespace, body)
+
+    def delete_lease(self, namespace: str, name: str, resource_version: str) -> None:
+        body = {"preconditions": {"resourceVersion": resource_version}}
+        self._call(
+            f"delete lease {namespace}/{name}",
+            self.coordination.delete_namespaced_lease,
+            name,
+            namespace,
+            body=body,
+            missing_ok=True,
+        )
+
+    # -- events -------------------------------------------------------------------------------
+    def create_event(self, namespace: str, body: dict) -> dict:
+        return self._call("create event", self.core.create_namespaced_event, namespace, body)
+
+
+def _message(error) -> str:
+    """The API's own message out of an ApiException body, else its text."""
+    try:
+        return json.loads(error.body).get("message") or str(error.body)
+    except (TypeError, ValueError, AttributeError):
+        return str(error.body or error)

@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Poll until a condition holds or a deadline passes. Clock and sleep are injectable for tests."""
+
+from __future__ import annotations
+
+import time
+
+
+class Clock:
+    """Wall time in seconds (time.time) and a sleep; tests pass a fake that advances on sleep."""
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+def wait_until(check, timeout: float, interval: float = 2.0, clock: Clock = None, on_tick=None):
+    """Call ``check()`` until it returns a truthy value; return (True, value) or (False, last value) at timeout.
+
+    ``on_tick(elapsed)`` runs between polls; it may raise to stop the wait (node came back, lock lost).
+    """
+    clock = clock or Clock()
+    start = clock.now()
+    while True:
+        value = check()
+        if value:
+            return True, value
+        elapsed = clock.now() - start
+        if elapsed >= timeout:
+            return False, value
+        if on_tick is not None:
+            on_tick(elapsed)
+        clock.sleep(min(interval, max(timeout - elapsed, 0.1)))

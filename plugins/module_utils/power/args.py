@@ -1,0 +1,37 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The ``power`` option shared by every module that reads or sets node power.
+
+Documented by the doc fragment nodeguard.failover.power; keep the two in step.
+The keys match the lab inventory's ``bmc`` host variable, so ``power: "{{ hostvars[node].bmc }}"`` works.
+"""
+
+from __future__ import annotations
+
+POWER_TYPES = ("redfish", "ipmi", "fence_agent", "command", "manual")
+
+POWER_SUBOPTIONS = {
+    "type": {"type": "str", "required": True, "choices": list(POWER_TYPES)},
+    "address": {"type": "str"},
+    "port": {"type": "int"},
+    "system_id": {"type": "str"},
+    "username": {"type": "str"},
+    "password": {"type": "str", "no_log": True},
+    "validate_certs": {"type": "bool", "default": True},
+    "ca_cert": {"type": "path"},
+    "timeout": {"type": "int"},
+    "interface": {"type": "str", "default": "lanplus"},
+    "agent": {"type": "str", "default": "fence_redfish"},
+    "agent_options": {"type": "dict", "default": {}},
+    "command": {"type": "list", "elements": "str"},
+    "off_reset_type": {"type": "str", "default": "ForceOff"},
+    "attestation": {
+        "type": "dict",
+        "options": {"operator": {"type": "str"}, "reason": {"type": "str"}},
+    },
+}
+
+POWER_ARGUMENT_SPEC = {
+    "power": {"type": "dict", "required": True, "options": POWER_SUBOPTIONS},
+    "allow_manual_attestation": {"type": "bool", "default": False},
+}

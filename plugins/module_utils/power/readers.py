@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Pick the power reader for a ``power`` option value."""
+
+from __future__ import annotations
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.command import CommandReader
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.fence_agent import FenceAgentReader
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.ipmi import IpmiReader
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.manual import ManualAttestation
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish import RedfishReader
+
+
+def reader_for(config: dict, node: str, attested_state: str = "off", allow_manual: bool = False):
+    """A reader for ``config`` (see args.POWER_SUBOPTIONS). ``attested_state`` is what a manual attestation asserts."""
+    kind = (config or {}).get("type")
+    if kind == "redfish":
+        return RedfishReader(config)
+    if kind == "ipmi":
+        return IpmiReader(config)
+    if kind == "fence_agent":
+        return FenceAgentReader(config)
+    if kind == "command":
+        return CommandReader(config, node)
+    if kind == "manual":
+        return ManualAttestation(config, attested_state, allow_manual)
+    raise PowerError(f"unknown power type {kind!r}; use one of redfish, ipmi, fence_agent, command, manual")

@@ -1,0 +1,274 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Module node_outage: fenced non-graceful failover of one node (logic in module_utils/incident/outage.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_outage
+short_description: Fenced non-graceful node failover with the out-of-service taint
+version_added: 0.1.0
+description:
+  - Moves the workloads of a dead node elsewhere, safely, in recorded steps.
+  - First it checks safety rules (storm, control plane and etcd quorum, version support) and takes a per-node lock Lease.
+  - Then it proves the node is off, all three of; NotReady or Unknown in the API for O(not_ready_seconds);
+    its Lease not renewed for longer than its duration plus O(lease_margin_seconds);
+    an out-of-band source (O(power)) reading Off. With O(fence=true) it first powers the node off
+    (action off, never reboot), with retries and backoff, and re-reads until Off.
+  - It adds the taint C(node.kubernetes.io/out-of-service=nodeshutdown:NoExecute) together with the incident
+    record (Node annotation C(failover.nodeguard.io/incident)) in one conditional write.
+  - It force-deletes (grace 0) the pods left on the node, except mirror, DaemonSet and taint-tolerating pods.
+  - It waits until no VolumeAttachment names the node, and reports blockers (PV, driver, age) on timeout.
+  - It waits for a Running and Ready replacement elsewhere of every StatefulSet and Deployment pod, with the time each took.
+  - Every step's start and end is recorded on the Node and as an Event. A rerun continues at the first
+    unfinished step. A refusal or a missing proof changes nothing.
+  - The node coming back during the run stops it; the taint stays, recorded; M(nodeguard.failover.node_recover) removes it.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.failover.k8s_auth
+  - nodeguard.failover.power
+attributes:
+  check_mode:
+    support: full
+    description: Runs every read-only check and proof and returns the full plan; changes nothing.
+  diff_mode:
+    support: none
+options:
+  node:
+    description: Name of the Node object.
+    type: str
+    required: true
+  job_id:
+    description:
+      - Holder identity of the lock Lease and author in the record. The same job id takes its own lock
+        back at once after a crash; another one waits for O(lock_ttl_seconds).
+      - Defaults to C(user@host) of the controller.
+    type: str
+  not_ready_seconds:
+    description: How long the node must have been NotReady or Unknown.
+    type: int
+    default: 60
+  lease_margin_seconds:
+    description: Seconds beyond the Lease's own duration before it counts as stale.
+    type: int
+    default: 10
+  max_unhealthy:
+    description:
+      - Storm protection. Refuse when more nodes are NotReady than this count (V(2)) or share (V(40%), rounded down)
+        of all nodes, the target included.
+    type: str
+    default: "40%"
+  allow_control_plane:
+    description: Allow a control-plane node. Even then, refused when the other control-plane nodes lack etcd quorum.
+    type: bool
+    default: false
+  out_of_service_gate_enabled:
+    description:
+      - Confirm that kube-controller-manager runs with the C(NodeOutOfServiceVolumeDetach) feature gate.
+        Needed on Kubernetes 1.24 and 1.25 only.
+    type: bool
+    default: false
+  fence:
+    description: Power the node off out of band before the power proof (action off only, never reboot).
+    type: bool
+    default: false
+  fence_retries:
+    description: Tries to send power off.
+    type: int
+    default: 5
+  fence_backoff_seconds:
+    description: Wait after the first failed try; doubles after each.
+    type: int
+    default: 5
+  fence_confirm_timeout:
+    description: Seconds to re-read the power state until it reads Off after power off was accepted.
+    type: int
+    default: 120
+  lock_namespace:
+    description: Namespace of the lock Leases (C(deploy/rbac/) creates C(nodeguard-system)).
+    type: str
+    default: nodeguard-system
+  lock_ttl_seconds:
+    description: Lease duration of the lock; renewed while the run waits.
+    type: int
+    default: 300
+  event_namespace:
+    description: Namespace for Events about the Node (Node events live in V(default)).
+    type: str
+    default: default
+  pod_delete_timeout:
+    description: Seconds to wait for force-deleted pods to disappear.
+    type: int
+    default: 60
+  detach_timeout:
+    description: Seconds to wait until no VolumeAttachment names the node.
+    type: int
+    default: 360
+  delete_volume_attachments:
+    description:
+      - After O(detach_timeout), delete the VolumeAttachments that remain. Only safe when the node is certainly off.
+    type: bool
+    default: false
+  verify_replacements:
+    description: Wait for Ready replacements of StatefulSet and Deployment pods.
+    type: bool
+    default: true
+  replacement_timeout:
+    description: Seconds to wait for the replacements.
+    type: int
+    default: 600
+  poll_interval:
+    description: Seconds between polls while waiting.
+    type: int
+    default: 2
+seealso:
+  - module: nodeguard.failover.node_recover
+  - module: nodeguard.failover.node_power
+  - name: Non-graceful node shutdown
+    description: Kubernetes documentation of the out-of-service taint.
+    link: https://kubernetes.io/docs/concepts/cluster-administration/node-shutdown/#non-graceful-node-shutdown
+"""
+
+EXAMPLES = r"""
+- name: Fail over worker3 after proving it is off through its BMC
+  nodeguard.failover.node_outage:
+    kubeconfig: /etc/nodeguard/remediator.kubeconfig
+    node: worker3
+    power:
+      type: redfish
+      address: https://bmc-worker3.example:443
+      system_id: "1"
+      username: "{{ bmc_user }}"
+      password: "{{ bmc_password }}"
+      ca_cert: /etc/nodeguard/bmc-ca.pem
+
+- name: Same, but power it off first with the ClusterLabs fence agent
+  nodeguard.failover.node_outage:
+    node: worker3
+    fence: true
+    power:
+      type: fence_agent
+      agent: fence_ipmilan
+      address: 10.0.0.53
+      username: admin
+      password: "{{ ipmi_password }}"
+      agent_options:
+        lanplus: 1
+
+- name: Manual attestation (recorded), when no BMC is reachable
+  nodeguard.failover.node_outage:
+    node: worker3
+    allow_manual_attestation: true
+    power:
+      type: manual
+      attestation:
+        operator: jane@example.com
+        reason: PDU outlet 12 switched off, ticket OPS-4711
+"""
+
+RETURN = r"""
+action:
+  description: What the run found; V(fresh), V(adopt) (taint without record), V(resume), V(complete) or V(stopped).
+  returned: always
+  type: str
+resumed_from:
+  description: Step the run continued at, for a resumed run.
+  returned: always
+  type: str
+message:
+  description: One line on what happened.
+  returned: always
+  type: str
+tainted:
+  description: Whether the node carries the out-of-service taint now.
+  returned: always
+  type: bool
+proofs:
+  description: The three power-off proofs, each with name, ok and detail.
+  returned: always
+  type: list
+  elements: dict
+power:
+  description: The out-of-band power reading (state, method, detail, attestation).
+  returned: when read
+  type: dict
+pods:
+  description: Pods on the node at proof time, split into delete, skipped (with reason) and tolerating.
+  returned: when read
+  type: dict
+plan:
+  description: One entry per outage step with status (done or pending) and what it does.
+  returned: always
+  type: list
+  elements: dict
+record:
+  description: The incident record on the Node (steps with start and end, proofs, pods, replacements with seconds).
+  returned: always
+  type: dict
+events:
+  description: Events this run created.
+  returned: always
+  type: list
+  elements: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageOptions, OutageRun
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import K8S_AUTH_ARGUMENT_SPEC
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.connect import cluster_for
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.args import POWER_ARGUMENT_SPEC
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers import reader_for
+
+OPTIONS = {
+    "node": {"type": "str", "required": True},
+    "job_id": {"type": "str"},
+    "not_ready_seconds": {"type": "int", "default": 60},
+    "lease_margin_seconds": {"type": "int", "default": 10},
+    "max_unhealthy": {"type": "str", "default": "40%"},
+    "allow_control_plane": {"type": "bool", "default": False},
+    "out_of_service_gate_enabled": {"type": "bool", "default": False},
+    "fence": {"type": "bool", "default": False},
+    "fence_retries": {"type": "int", "default": 5},
+    "fence_backoff_seconds": {"type": "int", "default": 5},
+    "fence_confirm_timeout": {"type": "int", "default": 120},
+    "lock_namespace": {"type": "str", "default": "nodeguard-system"},
+    "lock_ttl_seconds": {"type": "int", "default": 300},
+    "event_namespace": {"type": "str", "default": "default"},
+    "pod_delete_timeout": {"type": "int", "default": 60},
+    "detach_timeout": {"type": "int", "default": 360},
+    "delete_volume_attachments": {"type": "bool", "default": False},
+    "verify_replacements": {"type": "bool", "default": True},
+    "replacement_timeout": {"type": "int", "default": 600},
+    "poll_interval": {"type": "int", "default": 2},
+}
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
+    p = module.params
+    options = OutageOptions(**{name: p[name] for name in OPTIONS if name != "job_id"}, job_id=p["job_id"] or default_job_id())
+    run = None
+    try:
+        power = reader_for(p["power"], p["node"], "off", p["allow_manual_attestation"])
+        run = OutageRun(cluster_for(module), power, options, Clock(), module.check_mode)
+        result = run.run()
+    except NodeguardError as e:
+        changed = bool(run and run.recorder and run.recorder.written)
+        facts = run.facts if run else {}
+        module.fail_json(
+            msg=str(e),
+            changed=changed,
+            node=p["node"],
+            proofs=facts.get("proofs", []),
+            power=facts.get("power"),
+            record=run.record if run else None,
+        )
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

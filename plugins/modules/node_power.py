@@ -1,0 +1,121 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Module node_power: read or set a node's power out of band (logic in module_utils/power/)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_power
+short_description: Read or set a node's power through Redfish, IPMI, a fence agent or a command hook
+version_added: 0.1.0
+description:
+  - Reads the power state of one machine out of band, or powers it off or on and re-reads until the state
+    matches, with retries and exponential backoff.
+  - There is no reboot action on purpose. Before the out-of-service taint a reboot could bring the node
+    back with its volumes still attached elsewhere.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.failover.power
+attributes:
+  check_mode:
+    support: full
+    description: Reads the state and reports whether it would change; sends no power action.
+  diff_mode:
+    support: none
+options:
+  node:
+    description: Node name, for messages and for the V(command) hook.
+    type: str
+    required: true
+  state:
+    description:
+      - V(status) only reads. V(off) and V(on) act when the state differs, then re-read until it matches.
+    type: str
+    choices: [status, "off", "on"]
+    default: status
+  retries:
+    description: Tries to send the action.
+    type: int
+    default: 5
+  backoff_seconds:
+    description: Wait after the first failed try; doubles after each.
+    type: int
+    default: 5
+  confirm_timeout:
+    description: Seconds to re-read the state until it matches after the action was accepted.
+    type: int
+    default: 120
+seealso:
+  - module: nodeguard.failover.node_outage
+"""
+
+EXAMPLES = r"""
+- name: Read worker3's power state from its BMC
+  nodeguard.failover.node_power:
+    node: worker3
+    power: "{{ hostvars['worker3'].bmc }}"
+  register: worker3_power
+
+- name: Power worker3 on again after repair
+  nodeguard.failover.node_power:
+    node: worker3
+    state: "on"
+    power: "{{ hostvars['worker3'].bmc }}"
+"""
+
+RETURN = r"""
+power:
+  description: The power state read last.
+  returned: always
+  type: str
+  sample: "off"
+detail:
+  description: What the source said.
+  returned: always
+  type: str
+attempts:
+  description: One line per try of the action.
+  returned: when an action was sent
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.args import POWER_ARGUMENT_SPEC
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off, set_power
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers import reader_for
+
+OPTIONS = {
+    "node": {"type": "str", "required": True},
+    "state": {"type": "str", "choices": ["status", "off", "on"], "default": "status"},
+    "retries": {"type": "int", "default": 5},
+    "backoff_seconds": {"type": "int", "default": 5},
+    "confirm_timeout": {"type": "int", "default": 120},
+}
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
+    p = module.params
+    try:
+        if p["power"]["type"] == "manual":
+            raise PowerError("node_power reads real power sources only; manual attestation belongs to node_outage")
+        reader = reader_for(p["power"], p["node"])
+        reading = reader.status()
+        attempts = []
+        changed = p["state"] != "status" and reading.state != p["state"]
+        if changed and not module.check_mode:
+            if p["state"] == "off":
+                reading, attempts = fence_off(reader, p["retries"], p["backoff_seconds"], p["confirm_timeout"], Clock())
+            else:
+                reading, attempts = set_power(reader, "on", p["retries"], p["backoff_seconds"], p["confirm_timeout"], Clock())
+    except NodeguardError as e:
+        module.fail_json(msg=str(e), node=p["node"])
+    module.exit_json(changed=changed, power=reading.state, detail=reading.detail, attempts=attempts)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Module node_recover: remove the out-of-service taint once the node is back (logic in incident/recover.py)."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: node_recover
+short_description: Remove the out-of-service taint from a node that is really back, and close its incident record
+version_added: 0.1.0
+description:
+  - Removes C(node.kubernetes.io/out-of-service) only when all hold
+    - the out-of-band source (O(power)) reads power On;
+    - the node is Ready, with a fresh Lease, for at least O(healthy_seconds);
+    - no pod of the old incarnation (created before the taint, not mirror, not tolerating the taint) is bound to it.
+  - The taint removal and the end of the incident record are one conditional write, followed by an Event.
+    Returns the incident timeline from first NotReady to Ready again, as rows and as a table.
+  - A taint without a nodeguard record (left behind by hand or another tool) is removed under the same checks.
+author:
+  - nodeguard maintainers
+extends_documentation_fragment:
+  - nodeguard.failover.k8s_auth
+  - nodeguard.failover.power
+attributes:
+  check_mode:
+    support: full
+    description: Evaluates every check and reports whether the taint would be removed; changes nothing.
+  diff_mode:
+    support: none
+options:
+  node:
+    description: Name of the Node object.
+    type: str
+    required: true
+  job_id:
+    description: Holder identity of the lock Lease. Defaults to C(user@host) of the controller.
+    type: str
+  healthy_seconds:
+    description: How long the node must have been Ready before the taint goes.
+    type: int
+    default: 60
+  lock_namespace:
+    description: Namespace of the lock Leases.
+    type: str
+    default: nodeguard-system
+  lock_ttl_seconds:
+    description: Lease duration of the lock.
+    type: int
+    default: 300
+  event_namespace:
+    description: Namespace for Events about the Node.
+    type: str
+    default: default
+seealso:
+  - module: nodeguard.failover.node_outage
+"""
+
+EXAMPLES = r"""
+- name: Remove the out-of-service taint from worker3 once it is healthy again
+  nodeguard.failover.node_recover:
+    node: worker3
+    healthy_seconds: 120
+    power: "{{ hostvars['worker3'].bmc }}"
+  register: recovered
+
+- name: Show the incident timeline
+  ansible.builtin.debug:
+    msg: "{{ recovered.timeline_table }}"
+"""
+
+RETURN = r"""
+message:
+  description: One line on what happened.
+  returned: always
+  type: str
+tainted:
+  description: Whether the node still carries the out-of-service taint.
+  returned: always
+  type: bool
+checks:
+  description: The recovery checks (power-on, ready, heartbeat, old-pods-gone), each with name, ok and detail.
+  returned: always
+  type: list
+  elements: dict
+record:
+  description: The incident record, closed (phase V(recovered)) when the taint was removed.
+  returned: always
+  type: dict
+timeline:
+  description: Milestones with time (UTC) and seconds since the node was first NotReady.
+  returned: always
+  type: list
+  elements: dict
+timeline_table:
+  description: The timeline as a plain-text table.
+  returned: always
+  type: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import K8S_AUTH_ARGUMENT_SPEC
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.connect import cluster_for
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.args import POWER_ARGUMENT_SPEC
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers import reader_for
+
+OPTIONS = {
+    "node": {"type": "str", "required": True},
+    "job_id": {"type": "str"},
+    "healthy_seconds": {"type": "int", "default": 60},
+    "lock_namespace": {"type": "str", "default": "nodeguard-system"},
+    "lock_ttl_seconds": {"type": "int", "default": 300},
+    "event_namespace": {"type": "str", "default": "default"},
+}
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
+    p = module.params
+    options = RecoverOptions(**{name: p[name] for name in OPTIONS if name != "job_id"}, job_id=p["job_id"] or default_job_id())
+    try:
+        power = reader_for(p["power"], p["node"], "on", p["allow_manual_attestation"])
+        result = RecoverRun(cluster_for(module), power, options, Clock(), module.check_mode).run()
+    except NodeguardError as e:
+        module.fail_json(msg=str(e), changed=False, node=p["node"])
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,224 @@
+"""In-memory stand-ins for the Kubernetes API, the clock and a power source.
+
+FakeCluster implements the methods of k8s.services.Cluster on plain dicts, with resourceVersion checks,
+so the incident logic runs unchanged. ``controllers`` are callbacks run on every clock tick; tests use
+them to play the parts of the attach-detach controller and the workload controllers.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, PowerReading
+
+T0 = 1_800_000_000.0  # a fixed "now" for every test
+
+
+class FakeClock:
+    def __init__(self, now: float = T0):
+        self.t = now
+        self.sleeps = []
+        self.controllers = []
+
+    def now(self) -> float:
+        return self.t
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.t += seconds
+        for controller in self.controllers:
+            controller(self.t)
+
+
+def node(name, ready="True", since=T0 - 600, labels=None, taints=None, annotations=None):
+    return {
+        "metadata": {
+            "name": name,
+            "uid": f"uid-{name}",
+            "resourceVersion": "1",
+            "labels": labels or {},
+            "annotations": annotations or {},
+        },
+        "spec": {"taints": taints} if taints else {},
+        "status": {"conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(since)}]},
+    }
+
+
+def lease(name, renewed, duration=40):
+    return {"metadata": {"name": name}, "spec": {"renewTime": format_micro_time(renewed), "leaseDurationSeconds": duration}}
+
+
+_uids = itertools.count(1)
+
+
+def pod(name, node_name, namespace="app", owner=None, ready=True, created=T0 - 3600, annotations=None, tolerations=None):
+    refs = [{"kind": owner[0], "name": owner[1], "controller": True}] if owner else []
+    return {
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": f"pod-uid-{next(_uids)}",
+            "ownerReferences": refs,
+            "annotations": annotations or {},
+            "labels": {"app": owner[1].split("-")[0]} if owner else {},
+            "creationTimestamp": format_time(created),
+        },
+        "spec": {"nodeName": node_name, "tolerations": tolerations or []},
+        "status": {
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False", "lastTransitionTime": format_time(created)}],
+        },
+    }
+
+
+def volume_attachment(name, node_name, pv="pv-1", created=T0 - 3600):
+    return {
+        "metadata": {"name": name, "creationTimestamp": format_time(created)},
+        "spec": {"nodeName": node_name, "attacher": "csi.example.com", "source": {"persistentVolumeName": pv}},
+        "status": {"attached": True},
+    }
+
+
+class FakeCluster:
+    def __init__(self, nodes, version="v1.35.4"):
+        self.nodes = {n["metadata"]["name"]: n for n in nodes}
+        self.node_leases = {}
+        self.leases = {}
+        self.pods = []
+        self.attachments = []
+        self.events = []
+        self.replicasets = {}
+        self.deployments = {}
+        self.version = version
+        self.calls = []
+        self.fail_on = {}  # method name -> exception to raise once
+
+    def _maybe_fail(self, name):
+        error = self.fail_on.pop(name, None)
+        if error:
+            raise error
+
+    def snapshot(self):
+        """Everything a refusal must leave untouched."""
+        return copy.deepcopy((self.nodes, self.pods, self.attachments, self.leases, self.events))
+
+    def server_version(self):
+        return self.version
+
+    def get_node(self, name):
+        n = self.nodes.get(name)
+        return copy.deepcopy(n) if n else None
+
+    def list_nodes(self):
+        return copy.deepcopy(list(self.nodes.values()))
+
+    def patch_node(self, name, patch):
+        self._maybe_fail("patch_node")
+        self.calls.append(("patch_node", name))
+        current = self.nodes[name]
+        wanted_rv = patch.get("metadata", {}).get("resourceVersion")
+        if wanted_rv and wanted_rv != current["metadata"]["resourceVersion"]:
+            raise ConflictError("conflict")
+        current["metadata"].setdefault("annotations", {}).update(patch.get("metadata", {}).get("annotations", {}))
+        if "spec" in patch:
+            current["spec"].update(patch["spec"])
+        current["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
+        return copy.deepcopy(current)
+
+    def get_node_lease(self, name):
+        return copy.deepcopy(self.node_leases.get(name))
+
+    def list_pods_on_node(self, node_name):
+        self.calls.append(("list_pods_on_node", node_name))
+        return copy.deepcopy([p for p in self.pods if p["spec"].get("nodeName") == node_name])
+
+    def get_pod(self, namespace, name):
+        for p in self.pods:
+            if p["metadata"]["namespace"] == namespace and p["metadata"]["name"] == name:
+                return copy.deepcopy(p)
+        return None
+
+    def list_pods(self, namespace, label_selector):
+        key, value = label_selector.split("=")
+        return copy.deepcopy([p for p in self.pods if p["metadata"]["namespace"] == namespace and p["metadata"]["labels"].get(key) == value])
+
+    def force_delete_pod(self, namespace, name, uid):
+        self._maybe_fail("force_delete_pod")
+        self.calls.append(("force_delete_pod", f"{namespace}/{name}"))
+        before = len(self.pods)
+        self.pods = [p for p in self.pods if p["metadata"]["uid"] != uid]
+        return len(self.pods) < before
+
+    def get_replicaset(self, namespace, name):
+        return copy.deepcopy(self.replicasets.get((namespace, name)))
+
+    def get_deployment(self, namespace, name):
+        return copy.deepcopy(self.deployments.get((namespace, name)))
+
+    def get_statefulset(self, namespace, name):
+        return None
+
+    def list_volume_attachments(self):
+        return copy.deepcopy(self.attachments)
+
+    def delete_volume_attachment(self, name):
+        self.calls.append(("delete_volume_attachment", name))
+        self.attachments = [a for a in self.attachments if a["metadata"]["name"] != name]
+
+    def get_lease(self, namespace, name):
+        return copy.deepcopy(self.leases.get((namespace, name)))
+
+    def create_lease(self, namespace, body):
+        key = (namespace, body["metadata"]["name"])
+        if key in self.leases:
+            raise ConflictError("exists")
+        body = copy.deepcopy(body)
+        body["metadata"]["resourceVersion"] = "1"
+        self.leases[key] = body
+        return copy.deepcopy(body)
+
+    def replace_lease(self, namespace, body):
+        key = (namespace, body["metadata"]["name"])
+        current = self.leases.get(key)
+        if current is None or current["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
+            raise ConflictError("conflict")
+        body = copy.deepcopy(body)
+        body["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
+        self.leases[key] = body
+        return copy.deepcopy(body)
+
+    def delete_lease(self, namespace, name, resource_version):
+        self.leases.pop((namespace, name), None)
+
+    def create_event(self, namespace, body):
+        self.events.append((namespace, copy.deepcopy(body)))
+        return body
+
+
+class FakePower:
+    method = "redfish"
+
+    def __init__(self, state="off", error=None, off_takes=0):
+        self.state = state
+        self.error = error
+        self.actions = []
+        self.off_failures = off_takes
+
+    def status(self):
+        if self.error:
+            raise PowerError(self.error)
+        return PowerReading(self.state, self.method, f"fake PowerState={self.state}")
+
+    def power_off(self):
+        self.actions.append("off")
+        if self.off_failures:
+            self.off_failures -= 1
+            raise PowerError("BMC busy")
+        self.state = "off"
+
+    def power_on(self):
+        self.actions.append("on")
+        self.state = "on"
