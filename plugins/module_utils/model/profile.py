@@ -11,6 +11,7 @@ from __future__ import annotations
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import rules
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_load
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.numbers import blank, numeric
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET, preset_timings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.render import render_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
@@ -23,6 +24,7 @@ CUSTOM = "custom"
 
 
 def _number(value, name: str, minimum: float) -> float:
+    value = value if numeric(value) is None else numeric(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < minimum:
         raise ProfileError("wrong-type", f"{name} must be a number >= {minimum:g}, got {value!r}")
     return float(value)
@@ -93,6 +95,9 @@ def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, o
     """A consistent profile, or ProfileError naming the first broken rule."""
     version, node_count, distribution = read_facts(facts)
     limits = make_limits(network_rtt_ms, heartbeat_budget, assumptions)
+    detect_seconds = None if blank(detect_seconds) else detect_seconds
+    evict_seconds = None if blank(evict_seconds) else evict_seconds
+    preset = None if blank(preset) else preset
     targets = detect_seconds is not None or evict_seconds is not None
     if targets and preset not in (None, CUSTOM):
         raise ProfileError("conflicting-input",

@@ -13,6 +13,7 @@ import math
 from dataclasses import replace
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.numbers import blank, numeric
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.rules import NODE_STATUS_UPDATE_RETRY, Limits
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import TAINT_PASS_SECONDS, not_ready_window
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings, kubernetes_defaults
@@ -25,8 +26,9 @@ TARGET_TCP = {"tcp_retries2": 8, "tcp_keepalive_time": 60, "tcp_keepalive_intvl"
 
 
 def _target(value, name: str):
-    if value is None:
+    if blank(value):
         return None
+    value = value if numeric(value) is None else numeric(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise ProfileError("wrong-type", f"{name} must be a positive number of seconds, got {value!r}")
     return float(value)

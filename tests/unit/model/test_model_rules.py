@@ -59,7 +59,8 @@ def refused(**kwargs):
     ("wrong-type", {"preset": "fast", "facts": dict(FACTS, node_count=0)}),
     ("wrong-type", {"preset": "fast", "facts": {"node_count": 3}}),
     ("wrong-type", {"preset": "fast", "facts": "1.35.4"}),
-    ("wrong-type", {"detect_seconds": "10"}),
+    ("wrong-type", {"detect_seconds": "ten"}),
+    ("wrong-type", {"detect_seconds": True}),
     ("wrong-type", {"evict_seconds": -1}),
     ("wrong-type", {"preset": "fast", "network_rtt_ms": "1ms"}),
 ])
@@ -107,3 +108,10 @@ def test_defaults_on_1_32_have_no_http2_warning_but_1_31_do():
     assert build_profile(FACTS, "kubernetes-default")["kubelet_environment"] == {}
     old = build_profile(dict(FACTS, kubernetes_version="1.31.0"), "kubernetes-default")
     assert "http2-health-check" in [w["rule"] for w in old["warnings"]]
+
+
+def test_numbers_from_the_command_line_are_accepted():
+    # ansible-playbook -e failover_detect_seconds=10 passes strings
+    profile = build_profile(FACTS, detect_seconds="10", evict_seconds="60", network_rtt_ms="2")
+    assert profile["timeline"]["not_ready"]["expected"] <= 10
+    assert build_profile(FACTS, preset="fast", detect_seconds="", evict_seconds=None)["preset"] == "fast"
