@@ -94,13 +94,16 @@ def render(document, args: dict, source: str, drop_in: bool = False) -> Rendered
     return Rendered(new_document, lines)
 
 
-def read_args(document, source: str) -> dict:
-    """``{key: (appends, {flag: [values]})}`` for each argument list the document sets."""
-    found = {}
+def read_args(document, source: str) -> list:
+    """``[(key, appends, {flag: [values]})]`` for each argument list the document sets.
+
+    A file may set both ``key`` and ``key+``; the plain key comes first, then the appended one.
+    """
+    found = []
     for key in ARG_KEYS:
-        stored = _stored_key(document, key, source)
-        if stored is not None:
-            found[key] = (stored.endswith("+"), flaglib.read_list(_items(document, stored, source), ""))
+        for stored in (key, key + "+"):
+            if stored in document:
+                found.append((key, stored.endswith("+"), flaglib.read_list(_items(document, stored, source), "")))
     return found
 
 
@@ -112,7 +115,7 @@ def merge_files(documents: list) -> dict:
     """
     effective = {}
     for source, document in documents:
-        for key, (appends, flags) in read_args(document, source).items():
+        for key, appends, flags in read_args(document, source):
             merged = effective.get(key, {}) if appends else {}
             for flag, values in flags.items():
                 merged.setdefault(flag, []).extend(values)
