@@ -122,7 +122,6 @@ import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib

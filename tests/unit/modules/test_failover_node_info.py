@@ -3,7 +3,6 @@
 import pathlib
 
 import pytest
-
 from ansible_collections.nodeguard.failover.plugins.modules import failover_node_info
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "renderers" / "fixtures"
