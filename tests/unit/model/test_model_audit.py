@@ -1,5 +1,7 @@
 """failover_timeline's model: read what a cluster runs, never refuse, list violations."""
 
+import pytest
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import PRESET_NAMES
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
 
@@ -47,3 +49,14 @@ def test_table_names_events_and_violations():
     assert any(line.startswith("node NotReady") and "4.0s" in line and "4.1s" in line for line in lines)
     assert any(line.startswith("StatefulSet pod replaced") and line.count("never") == 2 for line in lines)
     assert any("heartbeat-budget" in line for line in lines)
+
+
+@pytest.mark.parametrize("version", ["1.18.20", "1.24.3", "1.26.1", "1.31.0", "1.32.1", "1.36.0"])
+@pytest.mark.parametrize("preset", PRESET_NAMES)
+def test_every_rendered_profile_reads_back_to_the_same_timeline(version, preset):
+    facts = {"kubernetes_version": version, "node_count": 20}
+    profile = build_profile(facts, preset)
+    current = audit_timeline(profile["settings"], facts)
+    assert current["timeline"] == profile["timeline"]
+    assert current["load"] == profile["load"]
+    assert current["violations"] == profile["violations"]
