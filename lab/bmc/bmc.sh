@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# Lab BMCs: one Redfish service (sushy-tools) with one system per lab node, on loopback, TLS
-# with a lab CA and HTTP basic auth. A system's power is its podman container: power actions
-# stop/start the container, and PowerState is read from the container. See docs/lab-bmc.md.
+# Lab BMCs: a node's power is its podman container. On loopback only:
+#  - Redfish: one sushy-tools service with one system per node, TLS with a lab CA, HTTP basic auth.
+#  - IPMI: one OpenIPMI ipmi_sim per node (UDP port per node), chassis power = the container.
+# Power actions kill/stop/start the container; power state is read from the container.
+# See docs/lab-bmc.md.
 #
-#   lab/bmc/bmc.sh up NODE...      start (or reconfigure) the service for these nodes; idempotent
-#   lab/bmc/bmc.sh status [NODE...] service state and each node's Redfish PowerState
-#   lab/bmc/bmc.sh down            stop the service and remove its state (keys, credentials)
+#   lab/bmc/bmc.sh up NODE...       start or reconfigure the BMCs for these nodes; idempotent
+#   lab/bmc/bmc.sh status [NODE...] each node's Redfish and IPMI power next to its container (exit 3: down)
+#   lab/bmc/bmc.sh down             stop every BMC process and remove the state (keys, credentials)
 #
-# Environment: NODEGUARD_BMC_STATE_DIR (default lab/.state/bmc), NODEGUARD_BMC_PORT (8443).
-# Tests run a private instance with their own state dir and port, so they never touch the lab's.
+# Environment: NODEGUARD_BMC_STATE_DIR (default lab/.state/bmc), NODEGUARD_BMC_PORT (Redfish, 8443),
+# NODEGUARD_BMC_IPMI_PORT (first node's UDP port, 6230; next nodes +1; 0 = no IPMI).
+# Tests run a private instance with their own state dir and ports, so they never touch the lab's.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 state=${NODEGUARD_BMC_STATE_DIR:-$repo/lab/.state/bmc}
 listen_ip=127.0.0.1
-port=${NODEGUARD_BMC_PORT:-8443}
+redfish_port=${NODEGUARD_BMC_PORT:-8443}
+ipmi_port=${NODEGUARD_BMC_IPMI_PORT:-6230}
 python=${NODEGUARD_PYTHON:-$repo/.venv/bin/python}
-pid_file=$state/redfish.pid
-log_file=$state/redfish.log
+pids=$state/pids
 cert_days=30
 
 say() { echo "bmc: $*"; }
@@ -55,75 +58,154 @@ ensure_tls() {
   rm -rf "$tmp"
 }
 
-# --- the emulator process ---------------------------------------------------------------
-# A pid counts as ours only if it still runs our serve.py with our config (pids get reused).
+# --- background processes: $pids/<service>.pid, .cmd (what its command line must contain), .hash -----
+# A pid counts as ours only while its command line still matches (pids get reused).
 running_pid() {
-  [ -s "$pid_file" ] || return 1
-  local pid
-  pid=$(cat "$pid_file")
+  local service=$1 pid
+  [ -s "$pids/$service.pid" ] || return 1
+  pid=$(cat "$pids/$service.pid")
   [ -r "/proc/$pid/cmdline" ] || return 1
-  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF "redfish/serve.py $state/sushy.conf" || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -qF -- "$(cat "$pids/$service.cmd")" || return 1
   echo "$pid"
 }
 
-stop_service() {
-  local pid
-  if pid=$(running_pid); then
+stop_process() {
+  local service=$1 pid
+  if pid=$(running_pid "$service"); then
     kill "$pid" 2>/dev/null || true
     for _ in $(seq 50); do
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
     kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
-    say "stopped Redfish service (pid $pid)"
+    say "stopped $service (pid $pid)"
   fi
-  rm -f "$pid_file"
+  rm -f "$pids/$service".{pid,cmd,hash}
 }
 
-# curl with the credentials on stdin, never on the command line (ps would show them).
-redfish_get() {
-  local path=$1 user pass
-  user=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["username"])' "$state/credentials.json")
-  pass=$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["password"])' "$state/credentials.json")
-  printf 'user = "%s:%s"\n' "$user" "$pass" |
-    curl --silent --show-error --fail --max-time 5 --cacert "$state/ca.crt" -K - \
-      "https://$listen_ip:$port$path"
+# start_process SERVICE CONFIG_FILE LOG MATCH COMMAND...: start detached; record pid, match and config hash.
+start_process() {
+  local service=$1 config=$2 log=$3 match=$4
+  shift 4
+  mkdir -p "$pids"
+  setsid "$@" >>"$log" 2>&1 < /dev/null &
+  echo $! > "$pids/$service.pid"
+  echo "$match" > "$pids/$service.cmd"
+  sha256sum "$config" | cut -d' ' -f1 > "$pids/$service.hash"
 }
 
-start_service() {
-  rm -rf "$state/sushy-state"  # the fake driver's store; systems come from sushy.conf alone
-  setsid "$python" "$here/redfish/serve.py" "$state/sushy.conf" >>"$log_file" 2>&1 < /dev/null &
-  echo $! > "$pid_file"
+# Running with the config it was started with?
+up_to_date() {
+  local service=$1 config=$2
+  running_pid "$service" > /dev/null && [ "$(cat "$pids/$service.hash")" = "$(sha256sum "$config" | cut -d' ' -f1)" ]
+}
+
+# wait_ready SERVICE LOG PROBE...: until PROBE succeeds; fails if the process dies or 20 s pass.
+wait_ready() {
+  local service=$1 log=$2
+  shift 2
   for _ in $(seq 100); do
-    running_pid > /dev/null || { tail -n 20 "$log_file" >&2; rm -f "$pid_file"; die "Redfish service exited (log: $log_file)"; }
-    redfish_get /redfish/v1/Systems > /dev/null 2>&1 && { say "Redfish service up on https://$listen_ip:$port (pid $(cat "$pid_file"))"; return 0; }
+    running_pid "$service" > /dev/null || { tail -n 20 "$log" >&2; rm -f "$pids/$service".*; die "$service exited (log: $log)"; }
+    "$@" > /dev/null 2>&1 && return 0
     sleep 0.2
   done
-  tail -n 20 "$log_file" >&2
-  stop_service
-  die "Redfish service did not answer on https://$listen_ip:$port within 20 s (log: $log_file)"
+  tail -n 20 "$log" >&2
+  stop_process "$service"
+  die "$service did not answer within 20 s (log: $log)"
+}
+
+# --- clients, credentials never on a command line (ps would show them) ----------------------
+credential() { "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$state/credentials.json" "$1"; }
+ipmi_port_of() {
+  "$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]]["bmc_ipmi"]["port"])' \
+    "$state/endpoints.json" "$1" 2>/dev/null
+}
+
+redfish_get() {
+  printf 'user = "%s:%s"\n' "$(credential username)" "$(credential password)" |
+    curl --silent --show-error --fail --max-time 5 --cacert "$state/ca.crt" -K - \
+      "https://$listen_ip:$redfish_port$1"
+}
+
+ipmi_power() {  # ipmi_power NODE status|on|off
+  local port
+  port=$(ipmi_port_of "$1") || return 1
+  IPMI_PASSWORD=$(credential password) ipmitool -I lanplus -C 3 -N 1 -R 2 -H "$listen_ip" -p "$port" \
+    -U "$(credential username)" -E chassis power "$2"
+}
+
+# --- services ------------------------------------------------------------------------------
+ensure_redfish() {
+  local config=$state/sushy.conf log=$state/redfish.log
+  if up_to_date redfish "$config"; then
+    say "Redfish already up on https://$listen_ip:$redfish_port"
+    return 0
+  fi
+  stop_process redfish
+  rm -rf "$state/sushy-state"  # the fake driver's own store; systems come from sushy.conf alone
+  start_process redfish "$config" "$log" "redfish_serve.py $config" \
+    "$python" "$here/redfish_serve.py" "$config"
+  wait_ready redfish "$log" redfish_get /redfish/v1/Systems
+  say "Redfish up on https://$listen_ip:$redfish_port (pid $(running_pid redfish))"
+}
+
+ensure_ipmi() {
+  local node=$1 dir=$state/ipmi/$1
+  local config=$dir/lan.conf log=$dir/sim.log
+  if up_to_date "ipmi-$node" "$config"; then
+    say "IPMI for $node already up on $listen_ip:$(ipmi_port_of "$node")/udp"
+    return 0
+  fi
+  stop_process "ipmi-$node"
+  mkdir -p "$dir/sim-state"
+  start_process "ipmi-$node" "$config" "$log" "-c $config" \
+    ipmi_sim -n -c "$config" -f "$here/ipmi_bmc.emu" -s "$dir/sim-state"
+  wait_ready "ipmi-$node" "$log" ipmi_power "$node" status
+  say "IPMI for $node up on $listen_ip:$(ipmi_port_of "$node")/udp (pid $(running_pid "ipmi-$node"))"
+}
+
+# Simulators of nodes that are no longer wanted.
+remove_other_ipmi() {
+  local file node
+  for file in "$pids"/ipmi-*.pid; do
+    [ -e "$file" ] || continue
+    node=$(basename "$file" .pid)
+    node=${node#ipmi-}
+    if ! printf '%s\n' "$@" | grep -qxF "$node" || [ "$ipmi_port" = 0 ]; then
+      stop_process "ipmi-$node"
+      rm -rf "${state:?}/ipmi/$node"
+    fi
+  done
 }
 
 cmd_up() {
   [ $# -gt 0 ] || die "usage: bmc.sh up NODE..."
+  if [ "$ipmi_port" != 0 ]; then
+    command -v ipmi_sim > /dev/null || die "ipmi_sim not found (Debian package openipmi); or set NODEGUARD_BMC_IPMI_PORT=0"
+    command -v ipmitool > /dev/null || die "ipmitool not found (Debian package ipmitool)"
+  fi
   mkdir -p "$state"
   chmod 0700 "$state"
   ensure_tls
-  local before after
-  before=$(sha256sum "$state/sushy.conf" 2>/dev/null | cut -d' ' -f1 || true)
-  "$python" "$here/redfish/write_config.py" "$state" "$listen_ip" "$port" "$@"
-  after=$(sha256sum "$state/sushy.conf" | cut -d' ' -f1)
-  if running_pid > /dev/null && [ "$before" = "$after" ]; then
-    say "Redfish service already up on https://$listen_ip:$port for: $*"
-    return 0
+  "$python" "$here/write_config.py" --state "$state" --listen "$listen_ip" \
+    --redfish-port "$redfish_port" --ipmi-port "$ipmi_port" "$@"
+  ensure_redfish
+  remove_other_ipmi "$@"
+  if [ "$ipmi_port" != 0 ]; then
+    local node
+    for node in $(printf '%s\n' "$@" | sort -u); do
+      ensure_ipmi "$node"
+    done
   fi
-  stop_service
-  start_service
   say "endpoints: $state/endpoints.json"
 }
 
 cmd_down() {
-  stop_service
+  local file
+  for file in "$pids"/*.pid; do
+    [ -e "$file" ] || continue
+    stop_process "$(basename "$file" .pid)"
+  done
   if [ -d "$state" ]; then
     rm -rf "$state"
     say "removed $state"
@@ -132,20 +214,26 @@ cmd_down() {
 
 cmd_status() {
   local pid
-  if ! pid=$(running_pid); then
-    say "Redfish service: down"
+  if ! pid=$(running_pid redfish); then
+    say "down"
     return 3
   fi
-  say "Redfish service: up on https://$listen_ip:$port (pid $pid)"
+  say "Redfish up on https://$listen_ip:$redfish_port (pid $pid)"
   local nodes=("$@")
   [ ${#nodes[@]} -gt 0 ] || mapfile -t nodes < <("$python" -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))))' "$state/endpoints.json")
-  local node power container rc=0
-  printf '%-16s %-8s %s\n' NODE REDFISH CONTAINER
+  local node redfish ipmi container rc=0
+  printf '%-16s %-8s %-8s %s\n' NODE REDFISH IPMI CONTAINER
   for node in "${nodes[@]}"; do
-    power=$(redfish_get "/redfish/v1/Systems/$node" 2>/dev/null |
-      "$python" -c 'import json,sys; print(json.load(sys.stdin)["PowerState"])' 2>/dev/null) || { power="?"; rc=1; }
+    redfish=$(redfish_get "/redfish/v1/Systems/$node" 2>/dev/null |
+      "$python" -c 'import json,sys; print(json.load(sys.stdin)["PowerState"])' 2>/dev/null) || { redfish="?"; rc=1; }
+    if [ -z "$(ipmi_port_of "$node")" ]; then
+      ipmi=-
+    else
+      ipmi=$(ipmi_power "$node" status 2>/dev/null | awk '{print $NF}') || true
+      [ -n "$ipmi" ] || { ipmi="?"; rc=1; }
+    fi
     container=$(podman container inspect --format '{{.State.Status}}' "$node" 2>/dev/null || echo absent)
-    printf '%-16s %-8s %s\n' "$node" "$power" "$container"
+    printf '%-16s %-8s %-8s %s\n' "$node" "$redfish" "$ipmi" "$container"
   done
   return $rc
 }

@@ -56,15 +56,40 @@ def build_test_image() -> None:
         podman("import", "--change", 'CMD ["/bin/sleep", "infinity"]', str(archive), TEST_IMAGE)
 
 
+def free_udp_ports(count: int) -> int:
+    """First of `count` consecutive free UDP ports on loopback (one IPMI simulator per node)."""
+    for _ in range(50):
+        first = free_port()
+        sockets = []
+        try:
+            for port in range(first, first + count):
+                s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                sockets.append(s)
+                s.bind(("127.0.0.1", port))
+            return first
+        except OSError:
+            continue
+        finally:
+            for s in sockets:
+                s.close()
+    raise RuntimeError(f"no {count} consecutive free UDP ports")
+
+
 @dataclass
 class Bmc:
     state_dir: Path
     port: int
+    ipmi_port: int
     nodes: list[str]
 
     @property
     def env(self) -> dict[str, str]:
-        return {**os.environ, "NODEGUARD_BMC_STATE_DIR": str(self.state_dir), "NODEGUARD_BMC_PORT": str(self.port)}
+        return {
+            **os.environ,
+            "NODEGUARD_BMC_STATE_DIR": str(self.state_dir),
+            "NODEGUARD_BMC_PORT": str(self.port),
+            "NODEGUARD_BMC_IPMI_PORT": str(self.ipmi_port),
+        }
 
     def sh(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
@@ -85,15 +110,25 @@ class Bmc:
 
     @property
     def auth(self) -> tuple[str, str]:
-        endpoint = self.endpoints[self.nodes[0]]
+        endpoint = self.endpoints[self.nodes[0]]["bmc"]
         return endpoint["username"], endpoint["password"]
 
-    def pid(self) -> int:
-        return int((self.state_dir / "redfish.pid").read_text())
+    def pid(self, service: str = "redfish") -> int:
+        return int((self.state_dir / "pids" / f"{service}.pid").read_text())
+
+    def ipmitool(self, node: str, *command: str, password: str | None = None) -> subprocess.CompletedProcess:
+        """ipmitool over IPMI 2.0 (lanplus); the password goes through the environment (-E)."""
+        ipmi = self.endpoints[node]["bmc_ipmi"]
+        return subprocess.run(
+            ["ipmitool", "-I", "lanplus", "-C", str(ipmi["cipher"]), "-N", "1", "-R", "2",
+             "-H", ipmi["address"], "-p", str(ipmi["port"]), "-U", ipmi["username"], "-E", *command],
+            env={**os.environ, "IPMI_PASSWORD": password or ipmi["password"]},
+            capture_output=True, text=True, timeout=60, check=False,
+        )
 
 
 def start_bmc(state_dir: Path, nodes: list[str]) -> Bmc:
-    bmc = Bmc(state_dir=state_dir, port=free_port(), nodes=nodes)
+    bmc = Bmc(state_dir=state_dir, port=free_port(), ipmi_port=free_udp_ports(len(nodes) + 2), nodes=nodes)  # room to add nodes
     result = bmc.sh("up", *nodes, check=False)
     assert result.returncode == 0, f"bmc.sh up failed:\n{result.stdout}\n{result.stderr}"
     return bmc

@@ -174,18 +174,25 @@ def test_certificate_names_the_loopback_address(bmc):
 def test_endpoints_describe_every_node(bmc):
     endpoints = bmc.endpoints
     assert sorted(endpoints) == sorted(bmc.nodes)
-    for node, endpoint in endpoints.items():
-        assert endpoint["type"] == "redfish"
-        assert endpoint["address"] == f"https://127.0.0.1:{bmc.port}"
-        assert endpoint["system_id"] == node
-        assert endpoint["ca_cert"] == bmc.ca_cert
-        assert endpoint["username"] and len(endpoint["password"]) >= 20
+    ipmi_ports = set()
+    for node, entry in endpoints.items():
+        redfish, ipmi = entry["bmc"], entry["bmc_ipmi"]
+        assert redfish["type"] == "redfish"
+        assert redfish["address"] == f"https://127.0.0.1:{bmc.port}"
+        assert redfish["system_id"] == node
+        assert redfish["ca_cert"] == bmc.ca_cert
+        assert redfish["username"] and len(redfish["password"]) == 16
+        assert ipmi["address"] == "127.0.0.1"
+        assert (ipmi["username"], ipmi["password"]) == (redfish["username"], redfish["password"])
+        ipmi_ports.add(ipmi["port"])
+    assert len(ipmi_ports) == len(bmc.nodes)
 
 
-@pytest.mark.parametrize("secret", ["credentials.json", "htpasswd", "endpoints.json", "server.key"])
+@pytest.mark.parametrize("secret", ["credentials.json", "htpasswd", "endpoints.json", "server.key", "ipmi/{node}/lan.conf"])
 def test_secrets_are_private(bmc, secret):
-    mode = stat.S_IMODE((bmc.state_dir / secret).stat().st_mode)
+    mode = stat.S_IMODE((bmc.state_dir / secret.format(node=bmc.nodes[0])).stat().st_mode)
     assert mode == 0o600
+    assert stat.S_IMODE(bmc.state_dir.stat().st_mode) == 0o700
 
 
 def test_ca_key_is_not_kept(bmc):
@@ -194,40 +201,48 @@ def test_ca_key_is_not_kept(bmc):
 
 
 def test_up_again_changes_nothing(bmc):
-    pid, endpoints = bmc.pid(), bmc.endpoints
+    services = ["redfish", *(f"ipmi-{node}" for node in bmc.nodes)]
+    pids, endpoints = [bmc.pid(s) for s in services], bmc.endpoints
     result = bmc.sh("up", *bmc.nodes)
-    assert "already up" in result.stdout
-    assert bmc.pid() == pid
+    assert result.stdout.count("already up") == len(services)
+    assert [bmc.pid(s) for s in services] == pids
     assert bmc.endpoints == endpoints
 
 
 def test_status_shows_power_per_node(bmc, node, absent_node):
     result = bmc.sh("status")
     lines = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()[2:]}
-    assert lines[node] == ["On", "running"]
-    assert lines[absent_node] == ["Off", "absent"]
+    assert lines[node] == ["On", "on", "running"]
+    assert lines[absent_node] == ["Off", "off", "absent"]
 
 
 def test_down_leaves_nothing_behind(tmp_path):
     own = start_bmc(tmp_path / "state", ["ng-bmctest-down"])
-    pid = own.pid()
+    pids = [own.pid("redfish"), own.pid("ipmi-ng-bmctest-down")]
     own.sh("down")
-    assert not os.path.exists(f"/proc/{pid}")
+    assert [pid for pid in pids if os.path.exists(f"/proc/{pid}")] == []
     assert not own.state_dir.exists()
     assert own.sh("status", check=False).returncode == 3
     own.sh("down")  # a second down is fine
 
 
-def test_reconfigured_nodes_get_a_new_service(tmp_path):
+def test_reconfigured_nodes_get_new_systems(tmp_path):
     own = start_bmc(tmp_path / "state", ["ng-bmctest-r1"])
     try:
-        first_pid, password = own.pid(), own.auth[1]
+        redfish_pid, ipmi_pid, password = own.pid(), own.pid("ipmi-ng-bmctest-r1"), own.auth[1]
         own.nodes = ["ng-bmctest-r1", "ng-bmctest-r2"]
         own.sh("up", *own.nodes)
-        assert own.pid() != first_pid
+        assert own.pid() != redfish_pid  # new system list
+        assert own.pid("ipmi-ng-bmctest-r1") == ipmi_pid  # its simulator's config did not change
         assert sorted(own.endpoints) == own.nodes
         assert own.auth[1] == password  # credentials survive a reconfiguration
         assert power_state(own, "ng-bmctest-r2") == "Off"
+        assert own.ipmitool("ng-bmctest-r2", "chassis", "power", "status").stdout.strip() == "Chassis Power is off"
+
+        own.nodes = ["ng-bmctest-r2"]
+        own.sh("up", *own.nodes)
+        assert not (own.state_dir / "pids" / "ipmi-ng-bmctest-r1.pid").exists()
+        assert not os.path.exists(f"/proc/{ipmi_pid}")
     finally:
         own.sh("down", check=False)
 
@@ -275,7 +290,7 @@ def run_redfish_playbook(bmc, node, tmp_path, expect_before, power_off, expect_a
     # Extra vars in a private file: the password stays out of the process list.
     extra_vars = tmp_path / "vars.json"
     extra_vars.write_text(json.dumps({
-        "bmc": bmc.endpoints[node], "expect_before": expect_before,
+        "bmc": bmc.endpoints[node]["bmc"], "expect_before": expect_before,
         "power_off": power_off, "expect_after": expect_after,
     }))
     extra_vars.chmod(0o600)

@@ -1,6 +1,6 @@
 """Run sushy-tools' Redfish emulator over TLS with the podman-backed systems driver.
 
-Usage: serve.py CONFIG_FILE   (a sushy-tools config file, written by bmc.sh)
+Usage: redfish_serve.py CONFIG_FILE   (a sushy-tools config file, written by bmc.sh)
 
 We do not call sushy-emulator's own main(): it installs a SIGCHLD handler that reaps
 every child process, which would steal the exit status of the podman commands the
@@ -12,7 +12,7 @@ from __future__ import annotations
 import ssl
 import sys
 
-from podman_systems import PodmanSystemsDriver
+from redfish_systems import PodmanSystemsDriver
 from sushy_tools.emulator import main as emulator
 from sushy_tools.emulator.resources.systems import fakedriver
 

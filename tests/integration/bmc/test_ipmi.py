@@ -1,0 +1,138 @@
+"""The lab's IPMI BMCs (OpenIPMI ipmi_sim): chassis power is the node container's power.
+
+Proven with ipmitool and the ClusterLabs fence agent fence_ipmilan, over IPMI 2.0 (lanplus).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import requests
+from bmclib import container_status, podman
+
+FENCE_IPMILAN = "/usr/sbin/fence_ipmilan"
+
+
+def ipmi_power(bmc, node: str) -> str:
+    result = bmc.ipmitool(node, "chassis", "power", "status")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def fence_ipmilan(bmc, node: str, action: str, password: str | None = None) -> subprocess.CompletedProcess:
+    """Run fence_ipmilan as Pacemaker does: options on stdin, so the password is not in argv."""
+    ipmi = bmc.endpoints[node]["bmc_ipmi"]
+    options = {
+        "ip": ipmi["address"], "ipport": ipmi["port"], "username": ipmi["username"],
+        "password": password or ipmi["password"], "lanplus": "1", "cipher": ipmi["cipher"],
+        "login_timeout": "3", "action": action,
+    }
+    return subprocess.run(
+        [FENCE_IPMILAN], input="".join(f"{k}={v}\n" for k, v in options.items()),
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+
+
+def test_running_container_reads_on(bmc, node):
+    assert ipmi_power(bmc, node) == "Chassis Power is on"
+
+
+def test_missing_container_reads_off(bmc, absent_node):
+    assert ipmi_power(bmc, absent_node) == "Chassis Power is off"
+
+
+def test_power_off_kills_the_container_and_on_starts_it(bmc, node):
+    result = bmc.ipmitool(node, "chassis", "power", "off")
+    assert result.returncode == 0, result.stderr
+    assert container_status(node) == "exited"
+    assert ipmi_power(bmc, node) == "Chassis Power is off"
+
+    result = bmc.ipmitool(node, "chassis", "power", "on")
+    assert result.returncode == 0, result.stderr
+    assert container_status(node) == "running"
+
+
+def test_container_stopped_behind_the_bmc_reads_off(bmc, node):
+    podman("stop", "--time", "0", node)
+    assert ipmi_power(bmc, node) == "Chassis Power is off"
+
+
+def test_redfish_and_ipmi_agree(bmc, node):
+    response = requests.post(
+        f"{bmc.base_url}/redfish/v1/Systems/{node}/Actions/ComputerSystem.Reset",
+        json={"ResetType": "ForceOff"}, auth=bmc.auth, verify=bmc.ca_cert, timeout=60,
+    )
+    assert response.status_code == 204
+    assert ipmi_power(bmc, node) == "Chassis Power is off"
+
+
+def test_power_reset_restarts_the_container(bmc, node):
+    started_before = podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout
+    result = bmc.ipmitool(node, "chassis", "power", "reset")
+    assert result.returncode == 0, result.stderr
+    assert container_status(node) == "running"
+    assert podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout != started_before
+
+
+def test_power_soft_shuts_the_container_down(bmc, node):
+    result = bmc.ipmitool(node, "chassis", "power", "soft")
+    assert result.returncode == 0, result.stderr
+    deadline = time.monotonic() + 40
+    while container_status(node) != "exited":
+        assert time.monotonic() < deadline, "container still running 40 s after power soft"
+        time.sleep(0.2)
+
+
+def test_power_on_of_a_missing_container_fails(bmc, absent_node):
+    result = bmc.ipmitool(absent_node, "chassis", "power", "on")
+    assert result.returncode != 0
+
+
+@pytest.mark.parametrize("password", ["wrong-password", ""])
+def test_wrong_password_is_refused(bmc, node, password):
+    result = bmc.ipmitool(node, "chassis", "power", "off", password=password or " ")
+    assert result.returncode != 0
+    assert container_status(node) == "running"
+
+
+def test_ipmi_listens_on_loopback_only(bmc):
+    port = bmc.endpoints[bmc.nodes[0]]["bmc_ipmi"]["port"]
+    sockets = subprocess.run(["ss", "-Hlun", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
+    assert sockets.split()[3] == f"127.0.0.1:{port}"
+
+
+def test_fence_ipmilan_status_off_on(bmc, node):
+    status = fence_ipmilan(bmc, node, "status")
+    assert status.returncode == 0, status.stderr
+    assert "Status: ON" in status.stdout
+
+    off = fence_ipmilan(bmc, node, "off")
+    assert off.returncode == 0, off.stderr
+    assert container_status(node) == "exited"
+    status = fence_ipmilan(bmc, node, "status")
+    assert status.returncode == 2 and "Status: OFF" in status.stdout
+
+    on = fence_ipmilan(bmc, node, "on")
+    assert on.returncode == 0, on.stderr
+    assert container_status(node) == "running"
+
+
+def test_fence_ipmilan_with_wrong_password_fails(bmc, node):
+    result = fence_ipmilan(bmc, node, "off", password="wrong-password")
+    assert result.returncode != 0
+    assert container_status(node) == "running"
+
+
+def test_no_secret_in_process_list(bmc):
+    password = bmc.auth[1]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            assert password not in cmdline, f"pid {pid} has the BMC password on its command line"
