@@ -14,6 +14,7 @@ real kubelet. On start it:
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import signal
@@ -23,11 +24,10 @@ import sys
 import time
 import uuid
 
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
-
 import kubelet_config
 import kwok_stages
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 from volume_manager import VolumeManager
 
 LAB_CSI_DRIVER = "lab.csi.nodeguard.dev"
@@ -124,6 +124,12 @@ def node_ip_address() -> str:
     return socket.gethostbyname(socket.gethostname())
 
 
+def kwok_cidr(pod_cidr: str) -> str:
+    """kwok's --cidr is "first address/prefix": hand out pod IPs from the first host address."""
+    network = ipaddress.ip_network(pod_cidr, strict=False)
+    return f"{network.network_address + 1}/{network.prefixlen}"
+
+
 def start_kwok(args, settings, node_ip: str) -> subprocess.Popen:
     os.makedirs(args.state_dir, exist_ok=True)
     stages_path = os.path.join(args.state_dir, "kwok-stages.yaml")
@@ -136,7 +142,7 @@ def start_kwok(args, settings, node_ip: str) -> subprocess.Popen:
         "--manage-single-node", args.node_name,
         "--node-name", args.node_name,
         "--node-ip", node_ip,
-        "--cidr", args.pod_cidr,
+        "--cidr", kwok_cidr(args.pod_cidr),
         "--node-lease-duration-seconds", str(settings.lease_duration_seconds),
     ]
     log.info("starting %s", " ".join(command))
@@ -160,8 +166,11 @@ def run(args) -> int:
     release_lease(coordination, args.node_name)
     kwok = start_kwok(args, settings, node_ip)
 
+    stopping = []
+
     def stop(signum, _frame):
         log.info("signal %s: stopping kwok", signum)
+        stopping.append(signum)
         kwok.terminate()
 
     signal.signal(signal.SIGTERM, stop)
@@ -175,7 +184,7 @@ def run(args) -> int:
             log.warning("volume manager: %s", error)
         time.sleep(VOLUME_LOOP_SECONDS)
     log.info("kwok exited with %s", kwok.returncode)
-    return kwok.returncode or 0
+    return 0 if stopping else (kwok.returncode or 1)
 
 
 def main() -> int:

@@ -20,7 +20,6 @@ and a status patch rendered from a Go template (strategic merge, so list entries
 from __future__ import annotations
 
 import yaml
-
 from kubelet_config import KubeletSettings
 
 # Jitter like the kubelet's status loop: a few percent, so nodes do not write in lockstep.
