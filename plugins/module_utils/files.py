@@ -20,12 +20,9 @@ import shutil
 import tempfile
 import time
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
-    FileEditError,
-)
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
-    yamldoc,
-)
+from ansible.module_utils.basic import missing_required_lib
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 # Options every file-editing module shares; documented in doc fragment nodeguard.failover.file_edit.
 FILE_EDIT_ARGUMENT_SPEC = {
@@ -36,6 +33,12 @@ FILE_EDIT_ARGUMENT_SPEC = {
 
 # Mode of files this collection creates (they can hold tokens, e.g. RKE2 config.yaml).
 NEW_FILE_MODE = 0o600
+
+
+def require_yaml_library(module) -> None:
+    """Fail the module the standard Ansible way when ruamel.yaml is missing on the managed host."""
+    if not yamldoc.HAS_RUAMEL:
+        module.fail_json(msg=missing_required_lib(yamldoc.RUAMEL_REQUIREMENT), exception=yamldoc.RUAMEL_IMPORT_TRACEBACK)
 
 
 def sha256_of(data: bytes) -> str:

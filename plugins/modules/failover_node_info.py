@@ -123,7 +123,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, NodeguardError
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file, require_yaml_library
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet, rancher, rke1, static_pod
 
@@ -316,6 +316,7 @@ def run(module) -> dict:
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    require_yaml_library(module)
     try:
         result = run(module)
     except NodeguardError as error:

@@ -92,7 +92,7 @@ previous_checksum:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file, require_yaml_library
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet
 
 
@@ -121,6 +121,7 @@ def run(module) -> dict:
 
 def main():
     module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
+    require_yaml_library(module)
     try:
         result = run(module)
     except NodeguardError as error:

@@ -13,12 +13,8 @@ merged gate by gate into the existing ``A=true,B=false`` list instead of replaci
 
 from __future__ import annotations
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
-    FileEditError,
-)
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
-    yamldoc,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 FEATURE_GATES = "feature-gates"
 

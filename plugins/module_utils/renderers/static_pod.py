@@ -7,9 +7,7 @@ from __future__ import annotations
 import copy
 from collections import namedtuple
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
-    FileEditError,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
     flags as flaglib,
 )

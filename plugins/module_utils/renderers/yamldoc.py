@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import io
 import re
+import traceback
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
-    FileEditError,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 
 try:
     from ruamel.yaml import YAML
@@ -22,10 +21,12 @@ try:
 except ImportError as import_error:  # reported by the caller with missing_required_lib
     HAS_RUAMEL = False
     RUAMEL_IMPORT_ERROR = import_error
+    RUAMEL_IMPORT_TRACEBACK = traceback.format_exc()
     CommentedMap = dict
 else:
     HAS_RUAMEL = True
     RUAMEL_IMPORT_ERROR = None
+    RUAMEL_IMPORT_TRACEBACK = None
 
 # Name for missing_required_lib() and the "requirements" section of the module docs.
 RUAMEL_REQUIREMENT = "ruamel.yaml (Debian: python3-ruamel.yaml; pip: ruamel.yaml)"

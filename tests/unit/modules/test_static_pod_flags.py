@@ -119,3 +119,14 @@ def test_real_ansible_run(ansible_adhoc, copy_fixture):
     assert "    - --default-unreachable-toleration-seconds=30" in path.read_text().splitlines()
     again = ansible_adhoc("static_pod_flags", args)
     assert again["changed"] is False
+
+
+def test_missing_ruamel_is_reported_with_the_package_names(run_module, copy_fixture, monkeypatch):
+    from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
+
+    monkeypatch.setattr(yamldoc, "HAS_RUAMEL", False)
+    path = manifest(copy_fixture)
+    before = path.read_bytes()
+    result = run_module(static_pod_flags, {"path": str(path), "flags": KCM_FLAGS})
+    assert result["failed"] and "python3-ruamel.yaml" in result["msg"]
+    assert path.read_bytes() == before

@@ -3,9 +3,7 @@
 import pathlib
 
 import pytest
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
-    yamldoc,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 

@@ -1,9 +1,7 @@
 """kubeadm static pod manifests: flags in spec.containers[].command."""
 
 import pytest
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
-    FileEditError,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
     static_pod,
     yamldoc,

@@ -3,12 +3,8 @@
 import pathlib
 
 import pytest
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import (
-    FileEditError,
-)
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
-    yamldoc,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
