@@ -7,7 +7,7 @@
 # Usage: scripts/lint.sh [--fix]   (--fix lets ruff apply its safe fixes first)
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 export PATH="$repo/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$repo/ansible.cfg"
 
