@@ -83,7 +83,7 @@ def presets_settings() -> str:
 
 def presets_timeline() -> str:
     events = ("not_ready", "endpoint_removed", "taint_eviction", "deployment_replaced", "force_detach",
-              "dead_tcp_in_flight", "dead_tcp_idle")
+              "statefulset_replaced", "dead_tcp_in_flight", "dead_tcp_idle")
     rows = []
     for name, profile in _profiles(100):
         rows.append((f"`{name}`", *(_window(profile["timeline"][event]) for event in events)))

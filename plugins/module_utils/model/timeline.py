@@ -24,6 +24,10 @@ TAINT_PASS_SECONDS = 0.1  # the NoExecute tainting pass runs every 100ms
 POD_NOT_READY_PROPAGATION = (0.0, 0.5, 1.0)  # pod Ready=false writes + EndpointSlice controller sync
 REPLACEMENT_POD_START = (1.0, 3.0, 8.0)  # schedule, start (image cached) and pass readiness
 FORCE_DETACH_WAIT_SECONDS = 360.0  # attach-detach reconcilerMaxWaitForUnmountDuration, hard-coded
+# playbooks/node-outage.yml started at NotReady: prove power-off, taint out-of-service, force-delete pods.
+REMEDIATION = (2.0, 5.0, 15.0)
+# The StatefulSet recreates the pod; its RWO volume is detached (at once, tainted node), attached and mounted.
+STATEFUL_POD_START = (2.0, 5.0, 15.0)
 
 EVENTS = (
     "not_ready",
@@ -33,6 +37,7 @@ EVENTS = (
     "deployment_replaced",
     "force_detach",
     "statefulset_replaced_unremediated",
+    "statefulset_replaced",
     "dead_tcp_in_flight",
     "dead_tcp_idle",
 )
@@ -108,6 +113,9 @@ def predict_timeline(timings: Timings) -> dict:
         "force_detach": detach,
         "statefulset_replaced_unremediated": _never(
             "the pod stays Terminating until the node returns, is deleted, or gets the out-of-service taint"),
+        "statefulset_replaced": _shift(_shift(not_ready, *REMEDIATION), *STATEFUL_POD_START,
+                                       note="node-outage.yml started at NotReady; remediation and volume "
+                                            "attach times are assumptions"),
         "dead_tcp_in_flight": _window(in_flight, in_flight, in_flight + next_retransmission_gap(retries),
                                       f"tcp_retries2={retries}: applies while data is unacknowledged"),
         "dead_tcp_idle": _window(idle, idle, idle, "keepalive time + intvl x probes: applies to idle sockets "

@@ -47,7 +47,7 @@ def test_table_names_events_and_violations():
     lines = table.splitlines()
     assert lines[0].split() == ["seconds", "after", "power-off", "before:", "current", "after:", "fast"]
     assert any(line.startswith("node NotReady") and "4.0s" in line and "4.1s" in line for line in lines)
-    assert any(line.startswith("StatefulSet pod replaced") and line.count("never") == 2 for line in lines)
+    assert any(line.startswith("StatefulSet pod replaced (alone)") and line.count("never") == 2 for line in lines)
     assert any("heartbeat-budget" in line for line in lines)
 
 

@@ -71,3 +71,11 @@ def test_dead_tcp_rows(preset, in_flight, idle):
     timeline = predict_timeline(preset_timings(preset, V135))
     assert timeline["dead_tcp_in_flight"]["min"] == pytest.approx(in_flight)
     assert timeline["dead_tcp_idle"]["expected"] == idle
+
+
+def test_remediated_statefulset_follows_detection():
+    timeline = predict_timeline(preset_timings("fast", V135))
+    remediated = timeline["statefulset_replaced"]
+    assert remediated["min"] > timeline["not_ready"]["min"]
+    assert remediated["expected"] - timeline["not_ready"]["expected"] == pytest.approx(10)
+    assert remediated["max"] <= 60  # issue 5 target with automated remediation
