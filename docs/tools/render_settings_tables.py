@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Regenerate the tables in docs/settings.md from the model, so the docs cannot drift from the code.
 
 Usage: .venv/bin/python docs/tools/render_settings_tables.py [--check]
@@ -33,7 +32,7 @@ SEED_001 = {
 
 
 def _table(header, rows) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
