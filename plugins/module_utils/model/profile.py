@@ -52,7 +52,9 @@ def read_facts(facts):
 def make_limits(network_rtt_ms=None, heartbeat_budget=None, assumptions=None) -> rules.Limits:
     """Limits from the optional filter arguments; None keeps the documented default."""
     values = {}
-    if network_rtt_ms is not None:
+    heartbeat_budget = None if blank(heartbeat_budget) else heartbeat_budget
+    assumptions = None if blank(assumptions) else assumptions
+    if not blank(network_rtt_ms):
         values["network_rtt_ms"] = _number(network_rtt_ms, "network_rtt_ms", 0)
     if heartbeat_budget is not None:
         if not isinstance(heartbeat_budget, dict):
