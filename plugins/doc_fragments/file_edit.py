@@ -44,6 +44,7 @@ attributes:
     support: full
     description: Shows the file text before and after.
   platform:
+    support: full
     platforms: posix
     description: Target host with Python and ruamel.yaml.
 notes:

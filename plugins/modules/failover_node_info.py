@@ -19,7 +19,7 @@ description:
   - Read-only; never changes anything. Fails with a clear message when the host does not look like the declared
     distribution, or like exactly one distribution when O(distribution=auto).
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 options:
   distribution:
     description:
@@ -62,6 +62,7 @@ attributes:
     support: none
     description: Nothing to diff.
   platform:
+    support: full
     platforms: posix
     description: Target host with Python and ruamel.yaml.
 """

@@ -16,7 +16,7 @@ description:
   - On kubeadm clusters also update the C(kubelet) key of ConfigMap C(kube-system/kubelet-config), or
     C(kubeadm upgrade) rewrites the file; see the P(nodeguard.failover.kubelet_config_merge#filter) filter.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.file_edit
 options:

@@ -18,7 +18,7 @@ description:
     C(config.yaml) sets.
   - The service (C(rke2-server), C(rke2-agent), C(k3s), C(k3s-agent)) reads the files only at start; restart it afterwards.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.file_edit
 options:
@@ -34,8 +34,7 @@ options:
     type: path
   args:
     description:
-      - Flags per argument list, as C(list-name -> flag -> value), for example
-        C({kube-controller-manager-arg: {node-monitor-grace-period: 20s}}).
+      - Flags per argument list, as C(list-name -> flag -> value); see the examples.
       - Flag names have no leading dashes; values are strings (numbers and booleans are converted); V(null) removes
         the flag. A mapping as the value of C(feature-gates) is merged gate by gate.
     type: dict

@@ -12,9 +12,9 @@ description:
     C(services), service and C(extra_args) mappings when needed.
   - This module only edits the file. RKE1 applies it with C(rke up), which restarts components across the cluster;
     the module never runs it. The C(nodeguard.failover) roles run C(rke up) only when asked to
-    (see C(docs/distributions.md)), or run it yourself when RV(changed) is true.
+    (see C(docs/distributions.md)), or run it yourself when the task reports a change.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.file_edit
 options:

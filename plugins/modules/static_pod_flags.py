@@ -16,7 +16,7 @@ description:
   - Flags set here are lost on C(kubeadm upgrade) unless they are also in the C(kube-system/kubeadm-config)
     ConfigMap; see the P(nodeguard.failover.kubeadm_cluster_config_merge#filter) filter.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.file_edit
 options:
