@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from bmclib import container_status, podman
+from bmclib import container_status, free_udp_ports, podman
 
 FENCE_IPMILAN = "/usr/sbin/fence_ipmilan"
 
@@ -23,13 +23,14 @@ def ipmi_power(bmc, node: str) -> str:
     return result.stdout.strip()
 
 
-def fence_ipmilan(bmc, node: str, action: str, password: str | None = None) -> subprocess.CompletedProcess:
+def fence_ipmilan(bmc, node: str, action: str, password: str | None = None,
+                  port: int | None = None) -> subprocess.CompletedProcess:
     """Run fence_ipmilan as Pacemaker does: options on stdin, so the password is not in argv."""
     ipmi = bmc.endpoints[node]["bmc_ipmi"]
     options = {
-        "ip": ipmi["address"], "ipport": ipmi["port"], "username": ipmi["username"],
+        "ip": ipmi["address"], "ipport": port or ipmi["port"], "username": ipmi["username"],
         "password": password or ipmi["password"], "lanplus": "1", "cipher": ipmi["cipher"],
-        "login_timeout": "3", "action": action,
+        "action": action,
     }
     return subprocess.run(
         [FENCE_IPMILAN], input="".join(f"{k}={v}\n" for k, v in options.items()),
@@ -136,3 +137,12 @@ def test_no_secret_in_process_list(bmc):
             except OSError:
                 continue
             assert password not in cmdline, f"pid {pid} has the BMC password on its command line"
+
+
+def test_fence_ipmilan_reports_an_unreachable_bmc(bmc, node, record_property):
+    # IPMI is UDP: nothing answers, so the agent gives up after its own retries (about 20 s).
+    start = time.monotonic()
+    result = fence_ipmilan(bmc, node, "status", port=free_udp_ports(1))
+    record_property("seconds_until_fence_ipmilan_gives_up", round(time.monotonic() - start, 1))
+    assert result.returncode != 0
+    assert "Connection timed out" in result.stderr
