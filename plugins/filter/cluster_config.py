@@ -52,10 +52,10 @@ def kubelet_config_merge(kubelet_yaml, settings):
     return yamldoc.dump(rendered.document, kubelet_yaml)
 
 
-def kubelet_settings_to_flags(settings):
+def kubelet_settings_to_flags(settings, skip_unsupported=False):
     """KubeletConfiguration fields -> kubelet command-line flags (for RKE1 extra_args, RKE2/k3s kubelet-arg)."""
     try:
-        return kubelet.settings_to_flags(settings, "kubelet settings")
+        return kubelet.settings_to_flags(settings, "kubelet settings", skip_unsupported=bool(skip_unsupported))
     except FileEditError as error:
         raise AnsibleFilterError(str(error)) from error
 

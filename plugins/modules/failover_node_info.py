@@ -264,8 +264,8 @@ def read_rke1(reader: Reader, paths: Paths) -> None:
 def read_rancher(reader: Reader, paths: Paths, distribution: str) -> None:
     directory = paths.rancher_dir(distribution)
     candidates = [os.path.join(directory, "config.yaml")]
-    candidates += sorted(glob.glob(os.path.join(directory, "config.yaml.d", "*.yaml")) +
-                         glob.glob(os.path.join(directory, "config.yaml.d", "*.yml")))
+    # Only *.yaml, in name order: what RKE2 and k3s read.
+    candidates += sorted(glob.glob(os.path.join(directory, "config.yaml.d", "*.yaml")))
     documents = [(path, doc) for path in candidates for doc in [reader.document(path)] if doc is not None]
     effective = rancher.merge_files(documents)
     reader.component_flags(effective.get("kube-controller-manager-arg", {}), effective.get("kube-apiserver-arg", {}),

@@ -158,10 +158,15 @@ FIELD_FLAGS = {
 FLAG_FIELDS = {flag: field for field, flag in FIELD_FLAGS.items()}
 
 
-def settings_to_flags(settings: dict, where: str) -> dict:
-    """KubeletConfiguration fields -> kubelet flags (featureGates becomes a mapping to merge)."""
+def settings_to_flags(settings: dict, where: str, skip_unsupported: bool = False) -> dict:
+    """KubeletConfiguration fields -> kubelet flags (featureGates becomes a mapping to merge).
+
+    Fields without a kubelet flag fail, unless ``skip_unsupported`` leaves them out.
+    """
     flags = {}
     for field, value in (settings or {}).items():
+        if field not in FIELD_FLAGS and skip_unsupported:
+            continue
         if field not in FIELD_FLAGS:
             raise FileEditError(
                 f"{where}: the kubelet has no command-line flag for {field}; set it in a KubeletConfiguration "

@@ -62,3 +62,8 @@ def test_kubelet_settings_to_flags():
     assert cluster_config.kubelet_settings_to_flags({"nodeStatusUpdateFrequency": "4s"}) == {"node-status-update-frequency": "4s"}
     with pytest.raises(AnsibleFilterError, match="no command-line flag for nodeLeaseDurationSeconds"):
         cluster_config.kubelet_settings_to_flags({"nodeLeaseDurationSeconds": 20})
+
+
+def test_kubelet_settings_to_flags_can_skip_fields_without_a_flag():
+    settings = {"nodeLeaseDurationSeconds": 20, "nodeStatusUpdateFrequency": "4s"}
+    assert cluster_config.kubelet_settings_to_flags(settings, skip_unsupported=True) == {"node-status-update-frequency": "4s"}
