@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Release check: what a user installs from the built artifact works.
+#   1. `ansible-galaxy collection build` from the work tree; the artifact holds only files git would
+#      commit (no lab/.state keys, caches or build output leaking in through build_ignore gaps).
+#   2. Install it into a clean collections path (dependencies come from the ansible package, offline).
+#   3. From that installed copy only: ansible-doc for every module, filter and role by FQCN;
+#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook alias.
+#   4. antsibull-changelog: fragments lint, and a release dry run on a scratch copy renders CHANGELOG.rst.
+# Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path; its
+# ansible.cfg points at the installed artifact, see tests/integration/release/)
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export PATH="$repo/.venv/bin:$PATH"
+
+work=$(mktemp -d -t nodeguard-release.XXXXXX)
+if [ "${1:-}" != "--keep" ]; then trap 'rm -rf "$work"' EXIT; fi
+fail() { echo "release-test: FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+# 1. Build.
+step "ansible-galaxy collection build"
+ANSIBLE_CONFIG="$repo/ansible.cfg" ansible-galaxy collection build --output-path "$work/dist" . >/dev/null
+artifact=$(ls "$work"/dist/nodeguard-failover-*.tar.gz)
+echo "artifact: $(basename "$artifact") ($(du -k "$artifact" | cut -f1) KiB)"
+
+git ls-files --cached --others --exclude-standard | sort > "$work/git-files"
+tar -tzf "$artifact" | grep -v '/$' | grep -vxE 'MANIFEST.json|FILES.json' | sort > "$work/artifact-files"
+leaked=$(comm -13 "$work/git-files" "$work/artifact-files")
+[ -z "$leaked" ] || fail "the artifact holds files git ignores (add them to galaxy.yml build_ignore):
+$(head -20 <<< "$leaked")"
+
+# 2. Install into a clean collections path; nothing of the work tree is visible from here on.
+step "ansible-galaxy collection install (clean path, offline)"
+mkdir -p "$work/run"
+cat > "$work/ansible.cfg" <<CFG
+[defaults]
+collections_path = $work/collections
+interpreter_python = auto_silent
+retry_files_enabled = false
+CFG
+export ANSIBLE_CONFIG="$work/ansible.cfg"
+unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_COLLECTIONS_PATHS
+cd "$work/run"
+ansible-galaxy collection install --offline -p "$work/collections" "$artifact" >/dev/null
+installed="$work/collections/ansible_collections/nodeguard/failover"
+found_at=$(ansible-galaxy collection list nodeguard.failover --format json \
+  | python -c 'import json, sys; print(" ".join(json.load(sys.stdin)))')
+[ "$found_at" = "$work/collections/ansible_collections" ] \
+  || fail "nodeguard.failover resolves from '$found_at', expected only the installed artifact"
+
+# 3a. Documentation of every plugin and role, from the installed copy.
+doc_ok() {  # type fqcn: ansible-doc renders it (exit 0, non-empty JSON docs)
+  ansible-doc --json -t "$1" "$2" >"$work/doc.json" 2>"$work/doc.err" \
+    || fail "ansible-doc -t $1 $2: $(grep -v '^\s*$' "$work/doc.err" | tail -4)"
+  python -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])) else 1)' "$work/doc.json" \
+    || fail "ansible-doc -t $1 $2: empty documentation"
+}
+step "ansible-doc: modules"
+modules=$(find "$installed/plugins/modules" -name '*.py' ! -name '__init__.py' -printf '%f\n' | sed 's/\.py$//' | sort)
+[ -n "$modules" ] || fail "no modules in the artifact"
+for m in $modules; do doc_ok module "nodeguard.failover.$m"; echo "  ok nodeguard.failover.$m"; done
+
+step "ansible-doc: filters"
+filters=$(ansible-doc -t filter -l nodeguard.failover --json | python -c 'import json, sys; print("\n".join(sorted(json.load(sys.stdin))))')
+for f in $filters; do doc_ok filter "$f"; echo "  ok $f"; done
+
+step "ansible-doc: roles (meta/argument_specs.yml)"
+for role_dir in "$installed"/roles/*/; do
+  role=$(basename "$role_dir")
+  [ -f "$role_dir/meta/argument_specs.yml" ] || fail "role $role has no meta/argument_specs.yml"
+  doc_ok role "nodeguard.failover.$role"
+  echo "  ok nodeguard.failover.$role"
+done
+
+# 3b. Playbooks by FQCN. Collection playbook names must be identifiers, so each hyphenated
+#     playbook has an underscore alias; every alias must resolve and pass --syntax-check.
+step "ansible-playbook <FQCN> --syntax-check"
+echo "all: {children: {control_plane: {hosts: {cp1: {}}}, workers: {hosts: {worker1: {}}}}}" > "$work/inventory.yml"
+for pb in "$installed"/playbooks/*.yml; do
+  name=$(basename "$pb" .yml)
+  if [[ "$name" == *-* ]]; then
+    [ -f "$installed/playbooks/${name//-/_}.yml" ] || fail "playbook $name has no FQCN alias playbooks/${name//-/_}.yml"
+    continue
+  fi
+  ansible-playbook -i "$work/inventory.yml" "nodeguard.failover.$name" --syntax-check >"$work/pb.out" 2>&1 \
+    || fail "nodeguard.failover.$name --syntax-check: $(tail -5 "$work/pb.out")"
+  grep -q "^playbook: $installed/playbooks/$name.yml" "$work/pb.out" \
+    || fail "nodeguard.failover.$name did not resolve to the installed artifact: $(cat "$work/pb.out")"
+  echo "  ok nodeguard.failover.$name"
+done
+
+# 4. Changelog.
+step "antsibull-changelog lint + release dry run"
+cd "$repo"
+antsibull-changelog lint
+mkdir -p "$work/changelog"
+git ls-files -z --cached --others --exclude-standard -- galaxy.yml changelogs \
+  | tar --null -T - -cf - | tar -xf - -C "$work/changelog"
+version=$(python -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
+(cd "$work/changelog" && antsibull-changelog release --version "$version" --date "$(date -u +%F)" >/dev/null)
+grep -q "^v$version" "$work/changelog/CHANGELOG.rst" || fail "CHANGELOG.rst has no v$version section"
+echo "  ok CHANGELOG.rst renders v$version with $(ls changelogs/fragments | wc -l) fragment(s)"
+
+if [ "${1:-}" = "--keep" ]; then echo "release-test: kept $work"; fi
+echo "release-test: ok"
