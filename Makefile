@@ -14,7 +14,7 @@ demo: setup lab-up
 
 ## test: set up and run every test
 test: setup
-	$(MAKE) test-unit test-lint test-sanity test-molecule test-integration
+	$(MAKE) test-unit test-lint test-sanity test-release test-molecule test-integration
 
 setup:
 	scripts/setup.sh
@@ -42,6 +42,9 @@ test-lint: setup
 
 test-sanity: setup
 	scripts/sanity.sh
+
+test-release: setup
+	scripts/release-test.sh
 
 test-molecule: images
 	scripts/molecule-all.sh
