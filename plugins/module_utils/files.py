@@ -151,7 +151,8 @@ def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: 
     if params.get("backup") and not creating:
         result["backup_file"] = _backup(module, path, params.get("backup_dir") or backup_dir)
     try:
-        _write_atomically(module, path, new_text, creating)
+        # Like lineinfile: edit the file a symlink points to, keep the link.
+        _write_atomically(module, os.path.realpath(path), new_text, creating)
     except OSError as error:
         raise FileEditError(f"cannot write {path}: {error}") from None
     return result

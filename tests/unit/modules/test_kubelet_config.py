@@ -60,3 +60,18 @@ def test_filter_through_real_ansible(ansible_adhoc, copy_fixture):
     )
     result = ansible_adhoc("ansible.builtin.debug", {"msg": expression}, fqcn=True)
     assert "nodeLeaseDurationSeconds: 20" in result["msg"], result
+
+
+def test_owner_mode_and_symlink_are_kept(run_module, copy_fixture, tmp_path):
+    real = copy_fixture("kubelet-config.yaml", "real/config.yaml")
+    os.chown(real, 1234, 2345)
+    os.chmod(real, 0o640)
+    link = tmp_path / "link.yaml"
+    link.symlink_to(real)
+    result = run_module(kubelet_config, {"path": str(link), "settings": SETTINGS})
+    assert result["changed"] is True
+    assert link.is_symlink() and "nodeLeaseDurationSeconds: 20" in real.read_text()
+    stat = os.stat(real)
+    assert (stat.st_uid, stat.st_gid, oct(stat.st_mode & 0o777)) == (1234, 2345, "0o640")
+    backup = os.stat(result["backup_file"])
+    assert (backup.st_uid, backup.st_gid, oct(backup.st_mode & 0o777)) == (1234, 2345, "0o640")
