@@ -132,7 +132,7 @@ def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: 
     document = yamldoc.load(text, path)
     rendered = render(document)
     result = {"changed": False, "path": path, "changes": list(rendered.changes), "checksum": checksum, "previous_checksum": checksum}
-    if not rendered.changes and not creating:
+    if not rendered.changes:  # nothing to set: not even a new empty file
         return result
 
     new_text = yamldoc.dump(rendered.document, text)

@@ -51,3 +51,12 @@ def test_real_ansible_run(ansible_adhoc, copy_fixture):
     args = {"distribution": "rke2", "path": str(path), "args": ARGS}
     assert ansible_adhoc("rancher_config", args)["changed"] is True
     assert ansible_adhoc("rancher_config", args)["changed"] is False
+
+
+def test_nothing_to_set_creates_no_file(run_module, tmp_path):
+    path = tmp_path / "config.yaml.d" / "50-nodeguard.yaml"
+    path.parent.mkdir()
+    args = {"distribution": "rke2", "path": str(path), "create": True,
+            "args": {"kubelet-arg": {"node-status-update-frequency": None}}}
+    result = run_module(rancher_config, args)
+    assert result["changed"] is False and not path.exists()
