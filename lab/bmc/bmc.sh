@@ -77,7 +77,9 @@ stop_process() {
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.1
     done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid" 2>/dev/null || true
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -9 "$pid" 2>/dev/null || true
+    fi
     say "stopped $service (pid $pid)"
   fi
   rm -f "$pids/$service".{pid,cmd,hash}
@@ -88,7 +90,7 @@ start_process() {
   local service=$1 config=$2 log=$3 match=$4
   shift 4
   mkdir -p "$pids"
-  setsid "$@" >>"$log" 2>&1 < /dev/null &
+  setsid "$@" >>"$log" 2>&1 < /dev/null 9<&- &  # 9: our lock, not theirs
   echo $! > "$pids/$service.pid"
   echo "$match" > "$pids/$service.cmd"
   sha256sum "$config" | cut -d' ' -f1 > "$pids/$service.hash"
@@ -237,6 +239,11 @@ cmd_status() {
   done
   return $rc
 }
+
+# One bmc.sh at a time per state directory: lock the directory that holds it (no lock file to leave behind).
+mkdir -p "$(dirname "$state")"
+exec 9< "$(dirname "$state")"
+flock 9
 
 case "${1:-}" in
   up) shift; cmd_up "$@" ;;
