@@ -35,16 +35,18 @@ etcd_version=$(awk '/^\tgo.etcd.io\/etcd\/server\/v3 / {print $2; exit}' "$repo/
 k8s_bin=$cache/k8s/$k8s_version/bin
 etcd_bin=$cache/etcd/$etcd_version/bin
 kubectl=$k8s_bin/kubectl
+kwok=$cache/kwok/${KWOK_VERSION:-v0.7.0}/bin/kwok
 
 ensure_binaries() {
   local missing=0
-  for binary in "$k8s_bin"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} "$etcd_bin/etcd"; do
+  for binary in "$k8s_bin"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} "$etcd_bin/etcd" "$kwok"; do
     [ -x "$binary" ] || missing=1
   done
   [ "$missing" = 0 ] || "$repo/lab/scripts/build-k8s.sh"
 }
 
-# The control-plane image: the generic node image + the runner. Rebuilt when either changes.
+# The control-plane image: the generic node image + the lab's kubelet stand-in (lab/workers) + the
+# static pod runner. Rebuilt when any of them changes.
 ensure_image() {
   if ! podman image exists "$base_image"; then
     [ -x "$repo/scripts/build-node-image.sh" ] || die "$base_image is missing and scripts/build-node-image.sh does not exist"
@@ -52,13 +54,14 @@ ensure_image() {
   fi
   local recipe have
   recipe=$( { podman image inspect --format '{{.Id}}' "$base_image"
-              cat "$here/Containerfile" "$here/static-pod-runner.py" "$here/static-pod-runner.service"; } |
+              cat "$here/Containerfile" "$here/static-pod-runner.py" "$here/static-pod-runner.service" \
+                  "$repo"/lab/workers/standin/*.py "$repo/lab/workers/kubelet.service"; } |
             sha256sum | cut -c1-16)
   have=$(podman image inspect --format '{{ index .Labels "nodeguard.recipe" }}' "$image" 2>/dev/null || true)
   [ "$have" = "$recipe" ] && return 0
   say "building $image"
   podman build --quiet --build-arg "BASE=$base_image" --label "nodeguard.recipe=$recipe" \
-    -t "$image" -f "$here/Containerfile" "$here" >/dev/null
+    -t "$image" -f "$here/Containerfile" "$repo/lab" >/dev/null
 }
 
 ensure_network() {
@@ -77,6 +80,10 @@ render() {
   rm -rf "$state/controlplane"
   "$python" "$here/render.py" --ip "$node_ip" --node "$node" --out "$state/controlplane/manifests" "$here"/manifests/*.yaml
   "$python" "$here/render.py" --ip "$node_ip" --node "$node" --out "$state/controlplane/cluster" "$here"/cluster/*.yaml
+  # What `kubeadm init` writes to /var/lib/kubelet/config.yaml: the kubelet-config ConfigMap's content.
+  "$python" -c 'import sys, yaml; print(yaml.safe_load(open(sys.argv[1]))["data"]["kubelet"], end="")' \
+    "$state/controlplane/cluster/kubelet-config.yaml" > "$state/controlplane/kubelet-config.yaml"
+  echo "KUBELET_EXTRA_ARGS=--pod-cidr=10.244.0.0/24" > "$state/controlplane/kubelet.env"
 }
 
 create_node() {
@@ -92,9 +99,12 @@ create_node() {
     -v "$k8s_bin/kube-scheduler:/usr/local/bin/kube-scheduler:ro" \
     -v "$k8s_bin/kubectl:/usr/local/bin/kubectl:ro" \
     -v "$etcd_bin/etcd:/usr/local/bin/etcd:ro" \
+    -v "$kwok:/usr/local/bin/kwok:ro" \
     "$image" >/dev/null
   # Certificates and kubeconfigs first, manifests last: the runner starts what it finds.
   podman cp "$state/pki/kubernetes/." "$node:/etc/kubernetes/"
+  podman cp "$state/controlplane/kubelet-config.yaml" "$node:/var/lib/kubelet/config.yaml"
+  podman cp "$state/controlplane/kubelet.env" "$node:/etc/default/kubelet"
   podman cp "$state/controlplane/manifests/." "$node:/etc/kubernetes/manifests/"
   podman start "$node" >/dev/null
 }
@@ -110,10 +120,22 @@ wait_ready() {
   done
 }
 
-# What `kubeadm init` uploads after the control plane is up: RBAC, kubeadm-config, kubelet-config.
+# What `kubeadm init` does once the API answers: upload RBAC, kubeadm-config and kubelet-config,
+# then mark the node as control plane (label + NoSchedule taint) once its kubelet registered it.
 bootstrap_objects() {
-  local k=("$kubectl" --kubeconfig "$state/super-admin.kubeconfig")
+  local k=("$kubectl" --kubeconfig "$state/super-admin.kubeconfig" --request-timeout=10s)
   "${k[@]}" apply --server-side --field-manager=kubeadm -f "$state/controlplane/cluster/" >/dev/null
+  # The extra permissions the kubelet stand-in needs (owned by lab/workers).
+  [ -f "$repo/lab/workers/rbac.yaml" ] && "${k[@]}" apply -f "$repo/lab/workers/rbac.yaml" >/dev/null
+  local deadline=$((SECONDS + 90))
+  until "${k[@]}" get node "$node" >/dev/null 2>&1; do
+    [ $SECONDS -lt $deadline ] || { podman exec "$node" journalctl -u kubelet -n 20 --no-pager >&2; die "the kubelet on $node did not register its Node"; }
+    sleep 1
+  done
+  "${k[@]}" label --overwrite node "$node" node-role.kubernetes.io/control-plane= \
+    node.kubernetes.io/exclude-from-external-load-balancers= >/dev/null
+  "${k[@]}" taint --overwrite node "$node" node-role.kubernetes.io/control-plane:NoSchedule >/dev/null
+  "${k[@]}" wait --for=condition=Ready --timeout=60s "node/$node" >/dev/null || die "Node $node is not Ready"
 }
 
 cmd_up() {

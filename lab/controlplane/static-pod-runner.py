@@ -71,7 +71,8 @@ def read_manifests() -> dict[str, Pod]:
             continue
         try:
             pod = Pod(path, path.read_bytes())
-        except Exception as error:  # any broken manifest: report and run nothing for it
+        except (OSError, ValueError, KeyError, IndexError, TypeError, AttributeError, yaml.YAMLError) as error:
+            # a broken manifest: report it and run nothing for it, as the kubelet does
             log.error("ignoring %s: %s", path, error)
             continue
         if pod.name in pods:

@@ -31,7 +31,7 @@ part() {
   local script=$1
   shift
   if [ -x "$script" ]; then
-    "$script" "$@"
+    "$script" "$@" 9>&-  # long-lived children (BMC emulators) must not inherit the lab lock
   else
     say "skipping ${script#"$repo"/} $1: not there yet"
   fi
@@ -73,7 +73,7 @@ cmd_up() {
   local started=$SECONDS
   mkdir -p "$state"
   phase build "$lab/scripts/build-k8s.sh" >/dev/null
-  phase control-plane "$lab/controlplane/controlplane.sh" up
+  phase control-plane part "$lab/controlplane/controlplane.sh" up
   phase workers part "$lab/workers/workers.sh" up "$workers"
   phase bmc part "$lab/bmc/bmc.sh" up "${worker_nodes[@]}"
   phase workloads apply_workloads
@@ -101,7 +101,7 @@ cmd_status() {
 cmd_down() {
   part "$lab/bmc/bmc.sh" down || true
   part "$lab/workers/workers.sh" down "$workers" || true
-  "$lab/controlplane/controlplane.sh" down
+  part "$lab/controlplane/controlplane.sh" down
   # Anything else still attached to the lab network is a lab leftover.
   if podman network exists "$network"; then
     podman ps -a --filter "network=$network" --format '{{.Names}}' | while read -r name; do
@@ -115,9 +115,20 @@ cmd_down() {
   say "down"
 }
 
+# One `up` or `down` at a time: tests, demos and people share this lab; a second caller waits
+# and then finds the lab as the first one left it.
+lock() {
+  mkdir -p "$state"
+  exec 9>"$state/.lab.lock"
+  if ! flock --nonblock 9; then
+    say "another lab.sh up/down is running; waiting for it"
+    flock 9
+  fi
+}
+
 case "${1:-}" in
-  up) cmd_up ;;
+  up) lock; cmd_up ;;
   status) cmd_status ;;
-  down) cmd_down ;;
+  down) lock; cmd_down ;;
   *) echo "usage: $0 up | status | down" >&2; exit 2 ;;
 esac

@@ -69,7 +69,7 @@ def wait_for(predicate: Callable[[], T], timeout: float, interval: float = 1.0, 
             last = predicate()
             if last:
                 return last
-        except Exception as error:  # not yet: remember why
+        except Exception as error:  # noqa: BLE001 - any failure means "not yet"; reported on timeout
             last = error
         if time.monotonic() >= deadline:
             raise TimeoutError(f"{what} not reached within {timeout:.0f}s (last: {last!r})")
