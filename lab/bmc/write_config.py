@@ -82,6 +82,8 @@ def sushy_config(state: Path, listen_ip: str, port: int, nodes: list[str], auth_
         "SUSHY_EMULATOR_STATE_DIR": str(state / "sushy-state"),
         "SUSHY_EMULATOR_FAKE_DRIVER": True,
         "SUSHY_EMULATOR_FAKE_SYSTEMS": systems,
+        # No disks, but an empty collection rather than sushy-tools' 500 for a system it has no storage for.
+        "SUSHY_EMULATOR_STORAGE": {system["uuid"]: [] for system in systems},
     }
     lines = ["# Written by lab/bmc/write_config.py; sushy-tools reads it as Python."]
     lines += [f"{key} = {value!r}" for key, value in settings.items()]
