@@ -137,3 +137,20 @@ def test_removing_a_manifest_stops_its_component(lab):
     finally:
         lab.cp_exec("mv", parked, manifest)
     lab.wait_for(lambda: lab.component_healthy("kube-scheduler"), timeout=60, what="kube-scheduler back")
+
+
+def test_a_crashed_component_is_started_again(lab):
+    old_pid = lab.component_pid("kube-scheduler")
+    lab.cp_exec("kill", "-KILL", str(old_pid))
+    new_pid = lab.wait_for(lambda: (pid := lab.component_pid("kube-scheduler")) != old_pid and pid, timeout=30,
+                           what="kube-scheduler restarted")
+    assert new_pid
+    lab.wait_for(lambda: lab.component_healthy("kube-scheduler"), timeout=60, what="kube-scheduler healthy")
+
+
+def test_control_plane_node_is_registered_as_kubeadm_marks_it(lab):
+    node = lab.core().read_node(lab.CONTROL_PLANE)
+    assert "node-role.kubernetes.io/control-plane" in node.metadata.labels
+    assert any(t.key == "node-role.kubernetes.io/control-plane" and t.effect == "NoSchedule"
+               for t in node.spec.taints or [])
+    assert lab.cp_exec("test", "-s", "/var/lib/kubelet/config.yaml", check=False).returncode == 0
