@@ -11,7 +11,7 @@ cd "$repo"
 lab_sh=$repo/lab/scripts/lab.sh
 
 leftovers() {
-  podman ps -a --format '{{.Names}}' | grep -E '^ng-' || true
+  podman ps -a --format '{{.Names}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher)$' || true
   podman network exists nodeguard-lab && echo "network nodeguard-lab" || true
   pgrep -af 'lab/bmc/(redfish_serve|redfish/serve)\.py' || true
 }
