@@ -49,5 +49,8 @@ attributes:
     description: Target host with Python and ruamel.yaml.
 notes:
   - Only the keys the module owns are changed; comments, key order, quoting and unknown fields are kept.
-  - The file is replaced atomically; owner, mode and SELinux context of the old file are kept.
+  - The file is replaced atomically; owner, mode and SELinux context of the old file are kept. A symlink is followed
+    and the file it points to is edited.
+  - In the diff, values of secret-looking keys (C(token), C(agent-token), C(password), C(ssh_key), C(datastore-endpoint), ...)
+    are masked; the file itself keeps them.
 """

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -33,6 +34,37 @@ FILE_EDIT_ARGUMENT_SPEC = {
 
 # Mode of files this collection creates (they can hold tokens, e.g. RKE2 config.yaml).
 NEW_FILE_MODE = 0o600
+
+# Keys whose values never appear in a diff: RKE2/k3s join tokens and datastore URLs, RKE1 SSH keys
+# and registry passwords. The file itself keeps them; only the reported text is masked.
+_SECRET_KEY = re.compile(
+    r"^(?P<indent>\s*(?:-\s+)?)(?P<key>[\w.+-]*(?:token|password|passwd|secret|ssh_key|private_key|access_key|"
+    r"datastore-endpoint)[\w.+-]*)\s*:(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+REDACTED = "<redacted by nodeguard.failover>"
+
+
+def redact_secrets(text: str) -> str:
+    """The text with the values of secret-looking keys (and their block scalars) masked."""
+    lines = []
+    hidden_deeper_than = None
+    for line in text.splitlines(keepends=True):
+        indent = len(line) - len(line.lstrip())
+        if hidden_deeper_than is not None:
+            if not line.strip() or indent > hidden_deeper_than:
+                continue
+            hidden_deeper_than = None
+        match = _SECRET_KEY.match(line)
+        if match and re.search(r"[_-](path|file|dir)$", match.group("key")):
+            match = None  # where a secret is kept is no secret
+        if match and match.group("rest").strip() not in ("", "{}", "[]"):
+            lines.append(f"{match.group('indent')}{match.group('key')}: {REDACTED}\n")
+            if match.group("rest").strip()[:1] in ("|", ">"):
+                hidden_deeper_than = indent
+            continue
+        lines.append(line)
+    return "".join(lines)
 
 
 def require_yaml_library(module) -> None:
@@ -139,7 +171,12 @@ def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: 
     result.update(
         changed=True,
         checksum=sha256_of(new_text.encode("utf-8")),
-        diff={"before": text, "after": new_text, "before_header": path if not creating else "/dev/null", "after_header": path},
+        diff={
+            "before": redact_secrets(text),
+            "after": redact_secrets(new_text),
+            "before_header": path if not creating else "/dev/null",
+            "after_header": path,
+        },
     )
     if module.check_mode:
         return result

@@ -60,3 +60,13 @@ def test_nothing_to_set_creates_no_file(run_module, tmp_path):
             "args": {"kubelet-arg": {"node-status-update-frequency": None}}}
     result = run_module(rancher_config, args)
     assert result["changed"] is False and not path.exists()
+
+
+def test_diff_masks_tokens_but_the_file_keeps_them(run_module, copy_fixture):
+    path = copy_fixture("rke2-config.yaml", "config.yaml")
+    result = run_module(rancher_config, {"distribution": "rke2", "path": str(path), "args": ARGS}, check_mode=True)
+    for side in ("before", "after"):
+        assert "K10example" not in result["diff"][side]
+        assert "token: <redacted by nodeguard.failover>\n" in result["diff"][side]
+    applied = run_module(rancher_config, {"distribution": "rke2", "path": str(path), "args": ARGS})
+    assert applied["changed"] and 'token: "K10example::server:secret"   # rotated quarterly\n' in path.read_text()

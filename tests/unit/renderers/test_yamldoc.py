@@ -39,3 +39,19 @@ def test_quoting_style_is_kept_on_replace():
     document["a"][0] = yamldoc.same_style(document["a"][0], "x=9")
     document["a"][1] = yamldoc.same_style(document["a"][1], "y=9")
     assert yamldoc.dump(document, "a:\n  - x\n") == "a:\n  - \"x=9\"\n  - 'y=9'\n  - z=3\n"
+
+
+def test_redact_secrets_masks_values_and_block_scalars_only():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.files import redact_secrets
+
+    text = (
+        "nodes:\n- address: 10.0.0.1\n  ssh_key: |-\n    -----BEGIN OPENSSH PRIVATE KEY-----\n    AAAA\n  user: rke\n"
+        "ssh_key_path: ~/.ssh/id_ed25519\nprivate_registries:\n- url: r.example\n  password: hunter2\n"
+        "agent-token: abc\nsecrets_encryption_config:\n  enabled: true\n"
+    )
+    assert redact_secrets(text) == (
+        "nodes:\n- address: 10.0.0.1\n  ssh_key: <redacted by nodeguard.failover>\n  user: rke\n"
+        "ssh_key_path: ~/.ssh/id_ed25519\nprivate_registries:\n- url: r.example\n"
+        "  password: <redacted by nodeguard.failover>\n"
+        "agent-token: <redacted by nodeguard.failover>\nsecrets_encryption_config:\n  enabled: true\n"
+    )
