@@ -54,7 +54,7 @@ def write_htpasswd(state: Path, creds: dict[str, str]) -> Path:
     path = state / "htpasswd"
     # Keep the existing hash when it still matches: a new salt would be a needless change.
     if path.exists():
-        user, _, digest = path.read_text().strip().partition(":")
+        user, _colon, digest = path.read_text().strip().partition(":")
         if user == creds["username"] and bcrypt.checkpw(creds["password"].encode(), digest.encode()):
             return path
     digest = bcrypt.hashpw(creds["password"].encode(), bcrypt.gensalt(rounds=BCRYPT_ROUNDS))

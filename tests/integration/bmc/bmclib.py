@@ -58,7 +58,7 @@ def build_test_image() -> None:
 
 def free_udp_ports(count: int) -> int:
     """First of `count` consecutive free UDP ports on loopback (one IPMI simulator per node)."""
-    for _ in range(50):
+    for _attempt in range(50):
         first = free_port()
         sockets = []
         try:
