@@ -124,7 +124,13 @@ wait_ready() {
 # then mark the node as control plane (label + NoSchedule taint) once its kubelet registered it.
 bootstrap_objects() {
   local k=("$kubectl" --kubeconfig "$state/super-admin.kubeconfig" --request-timeout=10s)
-  "${k[@]}" apply --server-side --field-manager=kubeadm -f "$state/controlplane/cluster/" >/dev/null
+  "${k[@]}" apply --server-side --field-manager=kubeadm -f "$state/controlplane/cluster/rbac.yaml" >/dev/null
+  # Created once, never overwritten: the tune role persists its flags in them.
+  local configmap
+  for configmap in kubeadm-config kubelet-config; do
+    "${k[@]}" -n kube-system get configmap "$configmap" >/dev/null 2>&1 ||
+      "${k[@]}" create -f "$state/controlplane/cluster/$configmap.yaml" >/dev/null
+  done
   # The extra permissions the kubelet stand-in needs (owned by lab/workers).
   [ -f "$repo/lab/workers/rbac.yaml" ] && "${k[@]}" apply -f "$repo/lab/workers/rbac.yaml" >/dev/null
   local deadline=$((SECONDS + 90))
