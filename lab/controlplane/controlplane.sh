@@ -60,8 +60,11 @@ ensure_image() {
   have=$(podman image inspect --format '{{ index .Labels "nodeguard.recipe" }}' "$image" 2>/dev/null || true)
   [ "$have" = "$recipe" ] && return 0
   say "building $image"
-  podman build --quiet --build-arg "BASE=$base_image" --label "nodeguard.recipe=$recipe" \
-    -t "$image" -f "$here/Containerfile" "$repo/lab" >/dev/null
+  local log
+  log=$(mktemp)
+  podman build --build-arg "BASE=$base_image" --label "nodeguard.recipe=$recipe" \
+    -t "$image" -f "$here/Containerfile" "$repo/lab" >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; die "image build failed"; }
+  rm -f "$log"
 }
 
 ensure_network() {
