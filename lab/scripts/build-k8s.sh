@@ -9,12 +9,13 @@
 #   ~/.cache/nodeguard/k8s/<version>/bin/  ~/.cache/nodeguard/etcd/<version>/bin/  ~/.cache/nodeguard/kwok/<version>/bin/
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-module_version() { (cd "$here/k8s-build" && go list -m -f '{{.Version}}' "$1"); }
-
-if ! command -v go >/dev/null; then
+# The version go.mod requires (read with awk: Go is only needed when something must be built).
+module_version() { awk -v m="$1" '($1 == m || ($1 == "require" && $2 == m)) {print $NF; exit}' "$here/k8s-build/go.mod"; }
+need_go() {
+  command -v go >/dev/null && return 0
   echo "build-k8s: the Go toolchain is missing (it is needed once, to fill the cache)" >&2
   exit 1
-fi
+}
 k8s_version=$(module_version k8s.io/kubernetes)
 etcd_version=$(module_version go.etcd.io/etcd/server/v3)
 kwok_version=${KWOK_VERSION:-v0.7.0}
@@ -27,6 +28,7 @@ build() {
     echo "cached: $out"
     return
   fi
+  need_go
   echo "building $out from $pkg (the first build takes minutes on 2 cores)"
   mkdir -p "$(dirname "$out")"
   (cd "$here/k8s-build" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
@@ -52,6 +54,7 @@ kwok_bin="$cache/kwok/$kwok_version/bin"
 if [ -x "$kwok_bin/kwok" ]; then
   echo "cached: $kwok_bin/kwok"
 else
+  need_go
   echo "building kwok $kwok_version"
   mkdir -p "$kwok_bin"
   CGO_ENABLED=0 GOBIN="$kwok_bin" go install -trimpath "sigs.k8s.io/kwok/cmd/kwok@$kwok_version"
