@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import time
 
 import pytest
 import requests
-from bmclib import REPO, container_status, free_port, podman, start_bmc
+from bmclib import REPO, Bmc, container_status, free_port, podman, start_bmc
 
 FENCE_REDFISH = "/usr/sbin/fence_redfish"
 
@@ -253,6 +254,19 @@ def test_down_leaves_nothing_behind(tmp_path):
     assert not own.state_dir.exists()
     assert own.sh("status", check=False).returncode == 3
     own.sh("down")  # a second down is fine
+
+
+def test_port_in_use_is_a_clear_error(tmp_path):
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        own = Bmc(state_dir=tmp_path / "state", port=squatter.getsockname()[1], ipmi_port=0, nodes=["ng-bmctest-p"])
+        result = own.sh("up", *own.nodes, check=False)
+    assert result.returncode != 0
+    assert "redfish exited" in result.stderr
+    assert "Address already in use" in result.stderr
+    assert list((own.state_dir / "pids").glob("*.pid")) == []
+    own.sh("down")
 
 
 def test_reconfigured_nodes_get_new_systems(tmp_path):

@@ -79,6 +79,18 @@ def test_power_reset_restarts_the_container(bmc, node):
     assert podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout != started_before
 
 
+def test_power_cycle_leaves_the_container_running_again(bmc, node):
+    started_before = podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout
+    result = bmc.ipmitool(node, "chassis", "power", "cycle")
+    assert result.returncode == 0, result.stderr
+    # ipmi_sim powers off at once and back on one second later.
+    deadline = time.monotonic() + 15
+    while podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout == started_before:
+        assert time.monotonic() < deadline, "container not restarted 15 s after power cycle"
+        time.sleep(0.2)
+    assert container_status(node) == "running"
+
+
 def test_power_soft_shuts_the_container_down(bmc, node):
     result = bmc.ipmitool(node, "chassis", "power", "soft")
     assert result.returncode == 0, result.stderr
