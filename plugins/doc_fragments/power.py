@@ -68,6 +68,10 @@ options:
           - ipmitool interface (V(lanplus) or V(lan)).
         type: str
         default: lanplus
+      cipher:
+        description:
+          - ipmitool cipher suite id (C(-C)) for V(lanplus).
+        type: int
       agent:
         description:
           - Fence agent program for V(fence_agent), for example C(fence_redfish) or C(fence_ipmilan).

@@ -50,8 +50,9 @@ def match(old_pods: list, candidates: dict, node: str, since: float) -> dict:
     for old in old_pods:
         key = group_key(old)
         label = f"{old['namespace']}/{old['name']}"
+        owner = f"{old.get('owner_kind')}/{old.get('owner_name')}" if key is None or key[0] == "StatefulSet" else f"Deployment/{key[2]}"
         if key is None:
-            result["unverified"].append({"pod": label, "owner": f"{old.get('owner_kind')}/{old.get('owner_name')}"})
+            result["unverified"].append({"pod": label, "owner": owner})
             continue
         found = None
         for pod in candidates.get(key, []):
@@ -68,14 +69,14 @@ def match(old_pods: list, candidates: dict, node: str, since: float) -> dict:
             found = pod
             break
         if found is None:
-            result["waiting"].append({"pod": label, "owner": f"{key[0]}/{key[2]}"})
+            result["waiting"].append({"pod": label, "owner": owner})
             continue
         used.add(found["metadata"]["uid"])
         ready_at = ready_time(found)
         result["replaced"].append(
             {
                 "pod": label,
-                "owner": f"{key[0]}/{key[2]}",
+                "owner": owner,
                 "replacement": f"{found['metadata']['namespace']}/{found['metadata']['name']}",
                 "node": found["spec"]["nodeName"],
                 "seconds": round(ready_at - since, 1) if ready_at else None,

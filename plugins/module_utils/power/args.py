@@ -21,6 +21,7 @@ POWER_SUBOPTIONS = {
     "ca_cert": {"type": "path"},
     "timeout": {"type": "int"},
     "interface": {"type": "str", "default": "lanplus"},
+    "cipher": {"type": "int"},
     "agent": {"type": "str", "default": "fence_redfish"},
     "agent_options": {"type": "dict", "default": {}},
     "command": {"type": "list", "elements": "str"},

@@ -32,6 +32,8 @@ class IpmiReader:
         argv = ["ipmitool", "-I", c.get("interface") or "lanplus", "-H", c["address"]]
         if c.get("port"):
             argv += ["-p", str(c["port"])]
+        if c.get("cipher") is not None:
+            argv += ["-C", str(c["cipher"])]
         argv += ["-U", c.get("username") or "", "-E", "-N", str(int(self.timeout)), "-R", "1"]
         env = dict(os.environ, IPMI_PASSWORD=c.get("password") or "")
         rc, out, err = self.run(argv + list(command), "", env, self.timeout * 2 + 5)

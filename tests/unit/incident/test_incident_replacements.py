@@ -19,6 +19,7 @@ def test_statefulset_pod_replaced_by_same_name_new_uid_elsewhere():
     assert result["waiting"] == []
     [done] = result["replaced"]
     assert done["node"] == "w1"
+    assert done["owner"] == "StatefulSet/db"
     assert done["seconds"] == 20
 
 

@@ -1,0 +1,246 @@
+"""node-outage.yml and node-recover.yml on the real lab, run as the least-privileged ServiceAccount.
+
+One worker hosting a db pod (StatefulSet, RWO CSI volume) goes through, in order:
+  healthy        -> refusals: node Ready, control-plane node, lock held, unknown node
+  kubelet stopped (machine still on: a partition) -> refusal: BMC says On
+  powered off    -> refusals: BMC unreachable, wrong credentials, storm
+                 -> outage run killed right after the taint, rerun completes; db pod Ready elsewhere
+  powered on     -> node-recover removes the taint and prints the timeline
+Every refusal must leave the cluster exactly as it was: no taint, no record, no deleted pod, no lock.
+One power-off for the whole suite keeps it short (about 3 minutes of waiting for the controllers).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+INVENTORY = REPO / "lab" / ".state" / "inventory.yml"
+OOS = "node.kubernetes.io/out-of-service"
+RECORD = "failover.nodeguard.io/incident"
+NAMESPACE = "failover-lab"
+LOCK_NAMESPACE = "nodeguard-system"
+# Short waits for the lab; production defaults are in the roles.
+FAST = {
+    "node_outage_not_ready_seconds": 5,
+    "node_outage_lease_margin_seconds": 5,
+    "node_outage_detach_timeout": 120,
+    "node_outage_replacement_timeout": 180,
+    "node_outage_poll_interval": 1,
+    "node_recover_healthy_seconds": 5,
+    "node_recover_retries": 30,
+    "node_recover_delay": 3,
+}
+
+# --- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def remediator(lab, tmp_path_factory):
+    """Apply deploy/rbac and return connection vars that authenticate as the ServiceAccount."""
+    lab.kubectl("apply", "-f", str(REPO / "deploy" / "rbac"))
+    token = lab.kubectl("create", "token", "nodeguard-remediator", "-n", LOCK_NAMESPACE, "--duration=2h").stdout.strip()
+    kubeconfig = yaml.safe_load(Path(lab.kubeconfig()).read_text())
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    directory = tmp_path_factory.mktemp("remediator")
+    ca = directory / "ca.crt"
+    ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    return {"k8s_kubeconfig": "", "host": cluster["server"], "api_key": token, "ca_cert": str(ca), "_dir": directory}
+
+
+def playbook(remediator, name, node, check=False, background=False, **extra):
+    """Run playbooks/<name>.yml for one node as the ServiceAccount; extra vars go through a 0600 file."""
+    variables = dict(FAST, **{k: v for k, v in remediator.items() if not k.startswith("_")})
+    variables.update(extra, outage_nodes=[node])
+    vars_file = remediator["_dir"] / f"vars-{time.monotonic_ns()}.json"
+    vars_file.write_text(json.dumps(variables))
+    vars_file.chmod(0o600)
+    argv = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(INVENTORY), str(REPO / "playbooks" / f"{name}.yml"), "-e", f"@{vars_file}"]
+    if check:
+        argv.append("--check")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    if background:
+        return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def node_obj(lab, name):
+    return lab.core().read_node(name)
+
+
+def has_taint(lab, name) -> bool:
+    return any(t.key == OOS for t in node_obj(lab, name).spec.taints or [])
+
+
+def record(lab, name):
+    text = (node_obj(lab, name).metadata.annotations or {}).get(RECORD)
+    return json.loads(text) if text else None
+
+
+def state(lab, name):
+    """What a refusal must not change."""
+    node = node_obj(lab, name)
+    pods = lab.core().list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}").items
+    leases = lab.kubectl("get", "leases", "-n", LOCK_NAMESPACE, "-o", "name", check=False).stdout.split()
+    return {
+        "taints": sorted(t.key for t in node.spec.taints or []),
+        "annotations": sorted(k for k in node.metadata.annotations or {} if "nodeguard" in k),
+        "pods": sorted(p.metadata.uid for p in pods if not p.metadata.deletion_timestamp),
+        "leases": leases,
+    }
+
+
+def assert_refused_unchanged(lab, node, result, before, expected):
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output[-3000:]
+    assert expected in output, output[-3000:]
+    assert state(lab, node) == before
+
+
+def db_pod_on(lab, node):
+    pods = lab.core().list_namespaced_pod(NAMESPACE, label_selector="app=db").items
+    return next((p for p in pods if p.spec.node_name == node), None)
+
+
+def node_proven_dead(lab, name, seconds=10):
+    """NotReady for a while and Lease stale (renewTime older than duration + 5s margin)."""
+    node = node_obj(lab, name)
+    ready = next(c for c in node.status.conditions if c.type == "Ready")
+    if ready.status == "True" or time.time() - ready.last_transition_time.timestamp() < seconds:
+        return False
+    lease = lab.client.CoordinationV1Api(lab.api_client()).read_namespaced_lease(name, "kube-node-lease")
+    return time.time() - lease.spec.renew_time.timestamp() > lease.spec.lease_duration_seconds + 6
+
+
+# --- the scenario ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def target(lab):
+    """A worker that runs a db pod; the whole lab is reset after the module, whatever happened."""
+    lab.reset_lab()
+    node = next(n for n in lab.worker_names() if db_pod_on(lab, n))
+    yield node
+    if lab.container_state(node) == "running":
+        lab.podman("exec", node, "systemctl", "start", "kubelet", check=False)
+    lab.reset_lab()
+
+
+def test_refusals_while_the_node_is_healthy(lab, remediator, target):
+    before = state(lab, target)
+    result = playbook(remediator, "node-outage", target)
+    assert_refused_unchanged(lab, target, result, before, "Missing proof(s): not-ready, lease-stale, power-off")
+
+    lab.kubectl("label", "node", target, "node-role.kubernetes.io/control-plane=")
+    try:
+        result = playbook(remediator, "node-outage", target)
+        assert_refused_unchanged(lab, target, result, before, "refused [control-plane]")
+    finally:
+        lab.kubectl("label", "node", target, "node-role.kubernetes.io/control-plane-")
+
+    lock = {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": f"nodeguard-failover-{target}", "namespace": LOCK_NAMESPACE},
+        "spec": {"holderIdentity": "another-job", "leaseDurationSeconds": 600, "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())},
+    }
+    lab.kubectl("apply", "-f", "-", stdin=json.dumps(lock))
+    try:
+        locked = state(lab, target)
+        result = playbook(remediator, "node-outage", target)
+        assert_refused_unchanged(lab, target, result, locked, "locked by job 'another-job'")
+    finally:
+        lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{target}")
+
+    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]
+    result = playbook(remediator, "node-outage", "ng-worker99", node_outage_power_by_node={"ng-worker99": bmc})
+    assert_refused_unchanged(lab, target, result, before, "'ng-worker99' does not exist")
+
+
+def test_partition_is_refused_because_the_bmc_says_on(lab, remediator, target):
+    lab.podman("exec", target, "systemctl", "stop", "kubelet")
+    lab.wait_for(lambda: node_proven_dead(lab, target), timeout=150, interval=2, what=f"{target} NotReady with a stale Lease")
+    before = state(lab, target)
+    result = playbook(remediator, "node-outage", target)
+    assert_refused_unchanged(lab, target, result, before, "power-off: redfish reads power ON")
+    assert "Missing proof(s): power-off." in result.stdout
+
+
+def test_refusals_while_the_node_is_off(lab, remediator, target):
+    lab.power_off(target)
+    before = state(lab, target)
+    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]
+
+    unreachable = dict(bmc, address="https://127.0.0.1:1")
+    result = playbook(remediator, "node-outage", target, node_outage_power_by_node={target: unreachable})
+    assert_refused_unchanged(lab, target, result, before, "power state unreadable")
+
+    wrong = dict(bmc, password="not-the-password")
+    result = playbook(remediator, "node-outage", target, node_outage_power_by_node={target: wrong})
+    assert_refused_unchanged(lab, target, result, before, "credentials refused")
+    assert "not-the-password" not in result.stdout + result.stderr
+
+    result = playbook(remediator, "node-outage", target, node_outage_max_unhealthy="0")
+    assert_refused_unchanged(lab, target, result, before, "refused [storm]")
+
+    result = playbook(remediator, "node-outage", target, check=True)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert state(lab, target) == before
+    assert "delete-pods | pending | force-delete (grace 0)" in result.stdout
+
+
+def test_outage_killed_after_taint_completes_on_rerun(lab, remediator, target):
+    old_db = db_pod_on(lab, target)
+    assert old_db is not None
+    started = time.time()
+    run = playbook(remediator, "node-outage", target, background=True)
+    try:
+        lab.wait_for(lambda: has_taint(lab, target), timeout=120, interval=0.2, what="the out-of-service taint")
+    finally:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    interrupted = record(lab, target)
+    assert interrupted is not None, "a taint without a record"
+    assert interrupted["steps"]["taint"]["outcome"] == "tainted"
+
+    result = playbook(remediator, "node-outage", target)
+    assert result.returncode == 0, result.stdout[-4000:]
+    done = record(lab, target)
+    assert done["phase"] == "outage-complete"
+    assert has_taint(lab, target)
+
+    replacement = lab.core().read_namespaced_pod(old_db.metadata.name, NAMESPACE)
+    assert replacement.metadata.uid != old_db.metadata.uid
+    assert replacement.spec.node_name != target
+    assert replacement.status.phase == "Running"
+    assert any(c.type == "Ready" and c.status == "True" for c in replacement.status.conditions)
+    replaced = {r["pod"]: r for r in done["replacements"]["replaced"]}
+    assert replaced[f"{NAMESPACE}/{old_db.metadata.name}"]["seconds"] is not None
+    attachments = lab.client.StorageV1Api(lab.api_client()).list_volume_attachment().items
+    assert not [a for a in attachments if a.spec.node_name == target]
+    print(f"\noutage to db Ready elsewhere: {time.time() - started:.1f}s; replacements: {done['replacements']['replaced']}")
+
+
+def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, target):
+    result = playbook(remediator, "node-recover", target, node_recover_retries=0)
+    assert result.returncode != 0 and "not recovered yet" in result.stdout
+    assert has_taint(lab, target)
+
+    lab.power_on(target)
+    lab.wait_for(lambda: lab.node_ready(target), timeout=120, interval=2, what=f"{target} Ready")
+    result = playbook(remediator, "node-recover", target)
+    assert result.returncode == 0, result.stdout[-4000:]
+    assert not has_taint(lab, target)
+    closed = record(lab, target)
+    assert closed["phase"] == "recovered"
+    assert "taint removed" in result.stdout and "node NotReady (first seen)" in result.stdout
+    print("\n" + "\n".join(line for line in result.stdout.splitlines() if "+seconds" in line or "Z  " in line))
