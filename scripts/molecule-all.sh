@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every Molecule scenario (molecule/*/molecule.yml) on local podman container nodes.
+# Ensures the node image and the scenarios' own podman network first; fails if any scenario
+# fails; always destroys the scenario containers, also on failure or Ctrl-C.
+#   scripts/molecule-all.sh            # all scenarios
+#   scripts/molecule-all.sh rke2 rke1  # some
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+export PATH="$repo/.venv/bin:$PATH"
+export ANSIBLE_CONFIG="$repo/ansible.cfg"
+export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
+
+# The scenarios' containers live on a network of their own (the lab uses 10.89.77.0/24).
+network=nodeguard-molecule
+subnet=10.89.78.0/24
+
+if [ $# -gt 0 ]; then
+  scenarios=("$@")
+else
+  mapfile -t scenarios < <(find molecule -mindepth 2 -maxdepth 2 -name molecule.yml -printf '%h\n' | xargs -n1 basename | sort)
+fi
+
+destroy_all() {
+  for s in "${scenarios[@]}"; do
+    molecule destroy -s "$s" >/dev/null 2>&1 || echo "molecule-all: destroy $s failed" >&2
+  done
+}
+trap destroy_all EXIT
+trap 'exit 130' INT TERM
+
+scripts/build-node-image.sh || exit 1
+podman network exists "$network" || podman network create --subnet "$subnet" "$network" >/dev/null || exit 1
+
+started=$SECONDS
+failed=()
+summary=()
+for s in "${scenarios[@]}"; do
+  echo "=== molecule test -s $s"
+  t0=$SECONDS
+  if molecule test -s "$s"; then
+    summary+=("$s: passed in $((SECONDS - t0))s")
+  else
+    summary+=("$s: FAILED after $((SECONDS - t0))s")
+    failed+=("$s")
+  fi
+done
+
+echo "=== molecule summary (wall time $((SECONDS - started))s)"
+printf '  %s\n' "${summary[@]}"
+[ ${#failed[@]} -eq 0 ] || { echo "molecule-all: failed: ${failed[*]}" >&2; exit 1; }
