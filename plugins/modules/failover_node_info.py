@@ -89,7 +89,9 @@ distribution:
   type: str
   sample: kubeadm
 role:
-  description: V(control_plane) when control plane settings were found on the host, else V(worker).
+  description:
+    - V(control_plane) when control plane settings were found on the host, else V(worker).
+    - V(config_host) for RKE1, whose settings live in the cluster.yml on the host that runs C(rke up).
   returned: success
   type: str
 settings:
@@ -308,7 +310,7 @@ def run(module) -> dict:
     return {
         "changed": False,
         "distribution": distribution,
-        "role": "control_plane" if reader.control_plane else "worker",
+        "role": "config_host" if distribution == "rke1" else "control_plane" if reader.control_plane else "worker",
         "settings": settings,
         "files": reader.files,
         "missing": reader.missing,

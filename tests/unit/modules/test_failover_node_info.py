@@ -80,7 +80,7 @@ def test_rke1_reads_cluster_yml(run_module, tmp_path, copy_fixture):
     path = copy_fixture("rke1-cluster.yml", "cluster.yml")
     result = run_module(failover_node_info, {"root": str(tmp_path / "empty"), "distribution": "rke1",
                                              "rke1_cluster_config": str(path)})
-    assert result["distribution"] == "rke1", result
+    assert result["distribution"] == "rke1" and result["role"] == "config_host", result
     assert result["settings"]["kube_apiserver"]["audit-log-maxage"] == "30"
     missing = run_module(failover_node_info, {"root": str(tmp_path / "empty"), "distribution": "rke1"})
     assert missing["failed"] and "does not look like rke1" in missing["msg"]
