@@ -157,9 +157,8 @@ def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: 
     checksum = None if creating else sha256_of(data)
     expected = params.get("expected_checksum")
     if expected and expected.lower() != (checksum or ""):
-        raise FileEditError(
-            "{} has SHA-256 {}, not the expected_checksum {}; nothing changed".format(path, checksum or "(missing)", expected)
-        )
+        found = checksum or "(missing)"
+        raise FileEditError(f"{path} has SHA-256 {found}, not the expected_checksum {expected}; nothing changed")
 
     document = yamldoc.load(text, path)
     rendered = render(document)
