@@ -18,7 +18,7 @@ Rendered = namedtuple("Rendered", "document changes")
 def find_container(document, container: str, source: str):
     """The container mapping named ``container``; a clear error names the ones that exist."""
     if document.get("kind") not in (None, "Pod"):
-        raise FileEditError("{} is a {}, not a static Pod manifest".format(source, document.get("kind")))
+        raise FileEditError(f"{source} is a {document.get('kind')}, not a static Pod manifest")
     spec = document.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None
     if not isinstance(containers, list) or not containers:
@@ -29,7 +29,7 @@ def find_container(document, container: str, source: str):
             names.append(str(candidate.get("name")))
             if candidate.get("name") == container:
                 return candidate
-    raise FileEditError("{} has no container named {!r} (containers: {})".format(source, container, ", ".join(names)))
+    raise FileEditError(f"{source} has no container named {container!r} (containers: {', '.join(names)})")
 
 
 def _command(container_doc, container: str, source: str):
