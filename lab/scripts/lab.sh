@@ -31,7 +31,7 @@ part() {
   local script=$1
   shift
   if [ -x "$script" ]; then
-    "$script" "$@" 9>&-  # long-lived children (BMC emulators) must not inherit the lab lock
+    "$script" "$@" 8>&- 9>&-  # long-lived children (BMC emulators) must not inherit the lab locks
   else
     say "skipping ${script#"$repo"/} $1: not there yet"
   fi
@@ -126,9 +126,19 @@ lock() {
   fi
 }
 
+# Test sessions using the lab hold a shared lock on .lab.users (tests/integration/conftest.py):
+# `down` waits for them to finish rather than pulling the lab away in the middle of a test.
+wait_for_users() {
+  exec 8>>"$state/.lab.users"
+  if ! flock --nonblock 8; then
+    say "test sessions are using the lab; waiting for them to finish (Ctrl-C to give up)"
+    flock 8
+  fi
+}
+
 case "${1:-}" in
   up) lock; cmd_up ;;
   status) cmd_status ;;
-  down) lock; cmd_down ;;
+  down) lock; wait_for_users; cmd_down ;;
   *) echo "usage: $0 up | status | down" >&2; exit 2 ;;
 esac

@@ -2,6 +2,8 @@
 
 - `lab` (session): makes sure the lab is up (runs `lab/scripts/lab.sh up` when the API does not
   answer) and returns the `lablib` module, so tests write `lab.power_off("ng-worker1")`.
+  While the session uses the lab it holds a shared lock on lab/.state/.lab.users:
+  `lab.sh down` waits for it instead of pulling the lab away in the middle of a test.
 - marker `changes_control_plane`: the test edits static pod manifests in ng-cp1; every manifest is
   put back as it was afterwards, and the test ends only when every component is healthy again.
 - marker `resets_lab`: after the test, `lablib.reset_lab()` powers nodes on, removes test taints
@@ -12,6 +14,7 @@ Tests that need no lab (tests/integration/bmc) do not ask for `lab` and never st
 
 from __future__ import annotations
 
+import fcntl
 from collections.abc import Iterator
 
 import lablib
@@ -31,7 +34,9 @@ def lab():
     if not lablib.lab_is_up():
         lablib.lab_up()
     lablib.wait_for(lablib.lab_is_up, timeout=60, what="the lab's kube-apiserver /readyz")
-    return lablib
+    with open(lablib.STATE / ".lab.users", "a") as users:
+        fcntl.flock(users, fcntl.LOCK_SH)
+        yield lablib
 
 
 @pytest.fixture(autouse=True)
