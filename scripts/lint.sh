@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Static checks for the whole tree, with no ignore files:
-#   1. ruff (config: ruff.toml) on every Python directory: plugins, tests, lab, scripts, bench;
+#   1. ruff (config: ruff.toml) on every Python directory: plugins, extensions, tests, lab, scripts, bench;
 #   2. ansible-lint with the production profile (config: .ansible-lint) on roles, playbooks,
 #      molecule scenarios and extensions (EDA rulebooks, alert rules).
 # Both always run; the script fails if either found something.
@@ -20,7 +20,7 @@ fi
 
 # Only directories that exist yet (the tree grows during development).
 existing() { for d in "$@"; do [ -e "$d" ] && printf '%s\n' "$d"; done; }
-mapfile -t python_dirs < <(existing plugins tests lab scripts bench)
+mapfile -t python_dirs < <(existing plugins extensions tests lab scripts bench)
 mapfile -t ansible_dirs < <(existing roles playbooks molecule extensions)
 
 status=0

@@ -1,0 +1,133 @@
+"""The rulebook's decisions, with a real ansible-rulebook process and real playbook runs.
+
+The action playbooks are replaced by recorders (playbooks/record-*.yml) that write one file per run,
+so each test sees exactly which runs the rulebook started. No lab needed: the remediation itself is
+tested in test_rulebook_lab.py.
+
+Runs are sequential and events are handled in order, so "nothing ran for X" is checked by posting a
+control alert for another node afterwards and waiting for its run: once it is recorded, X's alert
+has been decided.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from rulebook_process import RulebookProcess, alert, webhook_payload
+
+HERE = Path(__file__).resolve().parent
+RUN_TIMEOUT = 120
+
+
+@pytest.fixture
+def records(tmp_path: Path) -> Path:
+    directory = tmp_path / "records"
+    directory.mkdir()
+    return directory
+
+
+@pytest.fixture
+def rulebook(tmp_path: Path, records: Path) -> Iterator[RulebookProcess]:
+    process = RulebookProcess(
+        tmp_path,
+        overrides={
+            "nodeguard_outage_playbook": str(HERE / "playbooks" / "record-outage.yml"),
+            "nodeguard_recover_playbook": str(HERE / "playbooks" / "record-recover.yml"),
+            "nodeguard_storm_max_nodes": 2,
+            "nodeguard_deny_nodes": ["ng-cp1"],
+            "nodeguard_allow_nodes_regex": "^ng-",
+        },
+        env={"NODEGUARD_EDA_RECORD_DIR": str(records)},
+    )
+    yield process
+    process.stop()
+
+
+def runs(records: Path, action: str, node: str) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted(records.glob(f"{action}-{node}-*"))]
+
+
+def wait_for_run(rulebook: RulebookProcess, records: Path, action: str, node: str, count: int = 1) -> None:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while len(runs(records, action, node)) < count:
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {action} run for {node} within {RUN_TIMEOUT}s; ansible-rulebook log:\n{rulebook.log()[-4000:]}")
+        if rulebook.process.poll() is not None:
+            pytest.fail(f"ansible-rulebook exited ({rulebook.process.returncode}):\n{rulebook.log()[-4000:]}")
+        time.sleep(0.5)
+
+
+def decided_after_control(rulebook: RulebookProcess, records: Path, control_node: str = "ng-control") -> None:
+    """Post a clean alert for another node and wait for its run: everything before it is decided."""
+    assert rulebook.post(webhook_payload([alert(control_node)])) == 200
+    wait_for_run(rulebook, records, "outage", control_node)
+    # the control node is resolved again, so it does not count towards later storms
+    assert rulebook.post(webhook_payload([alert(control_node, status="resolved")])) == 200
+    wait_for_run(rulebook, records, "recover", control_node)
+
+
+def test_node_down_alert_runs_node_outage_for_that_node(rulebook: RulebookProcess, records: Path) -> None:
+    assert rulebook.post(webhook_payload([alert("ng-worker1")])) == 200
+    wait_for_run(rulebook, records, "outage", "ng-worker1")
+    (run,) = runs(records, "outage", "ng-worker1")
+    assert run["outage_nodes"] == ["ng-worker1"]
+    assert run["job_id"].startswith("eda:ng-worker1:")
+
+
+def test_repeated_alert_runs_once(rulebook: RulebookProcess, records: Path) -> None:
+    first = webhook_payload([alert("ng-worker1")])
+    for _attempt in range(3):  # Alertmanager re-sends a firing group at every group_interval/repeat_interval
+        assert rulebook.post(first) == 200
+    # the same node down again soon after (a new alert, new startsAt): inside the cool-down
+    assert rulebook.post(webhook_payload([alert("ng-worker1", starts_at="2026-11-22T03:05:00Z")])) == 200
+    decided_after_control(rulebook, records)
+    assert len(runs(records, "outage", "ng-worker1")) == 1
+
+
+def test_storm_remediates_nothing(rulebook: RulebookProcess, records: Path) -> None:
+    storm = [alert(node) for node in ("ng-worker1", "ng-worker2", "ng-worker3")]
+    assert rulebook.post(webhook_payload(storm)) == 200
+    # the storm is over for the control alert only once every storm node is resolved
+    assert rulebook.post(webhook_payload([alert(a["labels"]["node"], status="resolved") for a in storm])) == 200
+    decided_after_control(rulebook, records)
+    assert not list(records.glob("outage-ng-worker*"))
+    assert "nodeguard STORM: 3 nodes down" in rulebook.log()
+
+
+def test_storm_counts_alerts_across_posts(rulebook: RulebookProcess, records: Path) -> None:
+    # Alertmanager routes grouped by node send one POST per node: the third node is a storm.
+    for node in ("ng-worker1", "ng-worker2"):
+        assert rulebook.post(webhook_payload([alert(node)])) == 200
+        wait_for_run(rulebook, records, "outage", node)
+    assert rulebook.post(webhook_payload([alert("ng-worker3")])) == 200
+    assert rulebook.post(webhook_payload([alert(n, status="resolved") for n in ("ng-worker1", "ng-worker2", "ng-worker3")])) == 200
+    decided_after_control(rulebook, records)
+    assert runs(records, "outage", "ng-worker3") == []
+
+
+def test_deny_and_allow_lists(rulebook: RulebookProcess, records: Path) -> None:
+    assert rulebook.post(webhook_payload([alert("ng-cp1")])) == 200  # deny-listed
+    assert rulebook.post(webhook_payload([alert("ng-cp1", status="resolved")])) == 200
+    assert rulebook.post(webhook_payload([alert("db-node-7")])) == 200  # outside ^ng-
+    assert rulebook.post(webhook_payload([alert("db-node-7", status="resolved")])) == 200
+    decided_after_control(rulebook, records)
+    assert not list(records.glob("*-ng-cp1-*"))
+    assert not list(records.glob("*-db-node-7-*"))
+
+
+def test_resolved_alert_runs_node_recover(rulebook: RulebookProcess, records: Path) -> None:
+    assert rulebook.post(webhook_payload([alert("ng-worker2")])) == 200
+    wait_for_run(rulebook, records, "outage", "ng-worker2")
+    assert rulebook.post(webhook_payload([alert("ng-worker2", status="resolved")])) == 200
+    wait_for_run(rulebook, records, "recover", "ng-worker2")
+    assert runs(records, "recover", "ng-worker2")[0]["outage_nodes"] == ["ng-worker2"]
+
+
+def test_wrong_token_is_refused_and_changes_nothing(rulebook: RulebookProcess, records: Path) -> None:
+    assert rulebook.post(webhook_payload([alert("ng-worker1")]), token="not-the-token") == 401
+    decided_after_control(rulebook, records)
+    assert runs(records, "outage", "ng-worker1") == []
