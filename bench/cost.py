@@ -1,0 +1,98 @@
+"""Control-plane cost of each profile in scale mode (lab/scale): write requests/s, write bytes/s
+and etcd growth, measured from /metrics over a bounded window at each node count.
+
+    .venv/bin/python bench/cost.py --nodes 100 1000 --window 60 --out docs/benchmarks/raw/cost.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "lab" / "scale"))
+sys.path.insert(0, str(REPO / "bench"))
+
+import metrics  # noqa: E402
+import profiles  # noqa: E402
+import scale  # noqa: E402
+
+SCALE_SH = REPO / "lab" / "scale" / "scale.sh"
+# Wait after a switch before measuring: status reports and lease renewals reach their steady
+# rhythm, and the controller manager has looked at every node a few times.
+SETTLE_SECONDS = 15
+
+
+def requested_heartbeat_rps(profile: str, nodes: int) -> float:
+    """What the profile asks the kubelets to write: lease renewals plus full Node status reports."""
+    kubelet = scale.kubelet_settings(profiles.profile_settings(profile, node_count=nodes))
+    return nodes / kubelet.lease_renew_seconds + nodes / kubelet.status_report_seconds
+
+
+def heartbeat_writes(window: dict) -> int:
+    per = window["writes_per_resource"]
+    return sum(v for k, v in per.items() if k in ("PUT leases", "PATCH nodes/status", "PUT nodes/status"))
+
+
+def not_ready_nodes() -> int:
+    core = scale.api()
+    nodes = core.list_node(label_selector=f"{scale.NODE_LABEL}=true").items
+    return sum(1 for n in nodes for c in (n.status.conditions or []) if c.type == "Ready" and c.status != "True")
+
+
+def measure(profile: str, nodes: int, window_seconds: float) -> dict:
+    subprocess.run([str(SCALE_SH), "profile", profile], check=True)
+    time.sleep(SETTLE_SECONDS)
+    kubectl = str(scale.K8S_BIN / "kubectl")
+    load_before = os.getloadavg()[0]
+    before = metrics.scrape(kubectl, scale.kubeconfig(), scale.ETCD_METRICS + "/metrics")
+    started = time.monotonic()
+    time.sleep(window_seconds)
+    after = metrics.scrape(kubectl, scale.kubeconfig(), scale.ETCD_METRICS + "/metrics")
+    elapsed = time.monotonic() - started
+    result = metrics.window(before, after, elapsed)
+    requested = requested_heartbeat_rps(profile, nodes)
+    result.update({
+        "profile": profile,
+        "nodes": nodes,
+        "requested_heartbeat_rps": round(requested, 2),
+        "achieved_heartbeat_rps": round(heartbeat_writes(result) / elapsed, 2),
+        "not_ready_nodes_at_end": not_ready_nodes(),
+        "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+    })
+    print(f"cost: {profile} at {nodes} nodes: {result['write_rps']} writes/s "
+          f"(heartbeats {result['achieved_heartbeat_rps']}/s of {result['requested_heartbeat_rps']}/s requested), "
+          f"{result['write_bytes_per_s']} B/s, etcd +{result['etcd_db_growth_bytes_per_min']} B/min, "
+          f"load {result['load_average_1m']}", flush=True)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--profiles", nargs="+", default=list(profiles.ALL_PROFILES))
+    parser.add_argument("--window", type=float, default=60)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    results = json.loads(args.out.read_text()) if args.out.exists() else []
+    try:
+        for nodes in args.nodes:
+            subprocess.run([str(SCALE_SH), "up", str(nodes), "--profile", args.profiles[0]], check=True)
+            for profile in args.profiles:
+                entry = measure(profile, nodes, args.window)
+                results = [r for r in results if (r["profile"], r["nodes"]) != (profile, nodes)] + [entry]
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(results, indent=1) + "\n")
+            subprocess.run([str(SCALE_SH), "down"], check=True)
+    finally:
+        subprocess.run([str(SCALE_SH), "down"], check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Overhead of playbooks/node-outage.yml itself, in scale mode: one node with many pods in a big
+cluster. The playbook runs with its own audited identity, so the apiserver's audit log holds
+exactly its requests; its own time is its wall time minus the steps that wait for Kubernetes
+(delete-pods, detach-volumes, verify-replacements, from the incident record it returns).
+
+    .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --out docs/benchmarks/raw/incident.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "lab" / "scale"))
+
+import scale  # noqa: E402
+
+SCALE_SH = REPO / "lab" / "scale" / "scale.sh"
+WAIT_STEPS = ("delete-pods", "detach-volumes", "verify-replacements")
+PROFILE = "fast"  # quick detection, so the node's proofs (NotReady, stale Lease) hold soon
+NOT_READY_PROOF_SECONDS = 60  # the role's default node_outage_not_ready_seconds
+
+
+def power_off(node: str) -> None:
+    """In scale mode a node is 'off' when kwok stops managing it: no more Lease or status writes."""
+    scale.api().patch_node(node, {"metadata": {"labels": {scale.NODE_LABEL: None}}})
+
+
+def wait_pods_running(node: str, count: int, timeout: float = 900) -> None:
+    core = scale.api()
+    deadline = time.monotonic() + timeout
+    while True:
+        pods = core.list_namespaced_pod(scale.NAMESPACE, field_selector=f"spec.nodeName={node}").items
+        running = sum(1 for p in pods if p.status.phase == "Running")
+        if running >= count or time.monotonic() > deadline:
+            print(f"incident: {running}/{count} pods Running on {node}", flush=True)
+            return
+        time.sleep(5)
+
+
+def wait_not_ready(node: str, timeout: float = 120) -> float:
+    core = scale.api()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        conditions = core.read_node(node).status.conditions or []
+        if any(c.type == "Ready" and c.status != "True" for c in conditions):
+            return time.monotonic()
+        time.sleep(1)
+    raise SystemExit(f"incident: {node} did not turn NotReady within {timeout:.0f}s")
+
+
+def audit_requests(since_line: int) -> Counter:
+    """Requests of the audited identity logged after line since_line, by verb."""
+    verbs: Counter = Counter()
+    with open(scale.STATE / "audit.log", encoding="utf-8") as handle:
+        for number, line in enumerate(handle):
+            if number < since_line:
+                continue
+            event = json.loads(line)
+            if event.get("user", {}).get("username") == scale.AUDITED_USER and event.get("stage") == "ResponseComplete":
+                verbs[event["verb"]] += 1
+    return verbs
+
+
+def audit_lines() -> int:
+    path = scale.STATE / "audit.log"
+    if not path.exists():
+        return 0
+    with path.open(encoding="utf-8") as handle:
+        return sum(1 for _ in handle)
+
+
+def _seconds(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def wait_seconds(record: dict) -> dict:
+    """Duration of each waiting step in the incident record the module returned."""
+    steps = record.get("steps") or {}
+    waits = {}
+    for step in WAIT_STEPS:
+        entry = steps.get(step) or {}
+        if entry.get("started") and entry.get("ended"):
+            started, ended = entry["started"], entry["ended"]
+            if isinstance(started, str):
+                started, ended = _seconds(started), _seconds(ended)
+            waits[step] = round(ended - started, 2)
+    return waits
+
+
+def run_playbook(node: str) -> tuple[float, dict, str]:
+    extra = {
+        "outage_nodes": [node],
+        "kubeconfig": scale.audited_kubeconfig(),
+        "node_outage_allow_manual_attestation": True,
+        "node_outage_power_default": {"type": "manual", "attestation": {
+            "operator": "bench/incident.py", "reason": "scale-mode node: kwok stopped managing it"}},
+    }
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
+           "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
+    started = time.monotonic()
+    result = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "localhost,",
+                             str(REPO / "playbooks" / "node-outage.yml"), "-e", json.dumps(extra)],
+                            capture_output=True, text=True, cwd=REPO, env=env)
+    wall = time.monotonic() - started
+    record: dict = {}
+    try:
+        output = json.loads(result.stdout)
+        for play in output.get("plays", []):
+            for task in play.get("tasks", []):
+                for host_result in task.get("hosts", {}).values():
+                    if isinstance(host_result, dict) and "record" in host_result and host_result.get("record"):
+                        record = host_result["record"]
+    except json.JSONDecodeError:
+        pass
+    if result.returncode != 0:
+        print(result.stdout[-3000:], result.stderr[-2000:], file=sys.stderr)
+    return wall, record, "ok" if result.returncode == 0 else f"rc={result.returncode}"
+
+
+def measure(nodes: int, pods: int, on_node: int) -> dict:
+    victim = scale.node_names(nodes)[0]
+    subprocess.run([str(SCALE_SH), "up", str(nodes), "--profile", PROFILE], check=True)
+    subprocess.run([str(SCALE_SH), "pods", str(pods), "--node", victim, "--on-node", str(on_node)], check=True)
+    wait_pods_running(victim, on_node)
+    power_off(victim)
+    not_ready_at = wait_not_ready(victim)
+    time.sleep(max(0.0, not_ready_at + NOT_READY_PROOF_SECONDS + 2 - time.monotonic()))
+    before = audit_lines()
+    wall, record, outcome = run_playbook(victim)
+    time.sleep(2)  # the audit backend writes in batches
+    verbs = audit_requests(before)
+    waits = wait_seconds(record)
+    entry = {
+        "pods": on_node, "cluster_nodes": nodes, "cluster_pods": pods,
+        "own_seconds": round(wall - sum(waits.values()), 2) if outcome == "ok" else None,
+        "api_requests": sum(verbs.values()) if outcome == "ok" else None,
+        "wall_seconds": round(wall, 2), "wait_seconds": waits, "requests_by_verb": dict(verbs),
+        "outcome": outcome, "load_average_1m": round(os.getloadavg()[0], 2),
+    }
+    print(f"incident: {json.dumps(entry)}", flush=True)
+    return entry
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=30000)
+    parser.add_argument("--on-node", type=int, default=110)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    runs = json.loads(args.out.read_text()).get("runs", []) if args.out.exists() else []
+    try:
+        entry = measure(args.nodes, args.pods, args.on_node)
+    finally:
+        subprocess.run([str(SCALE_SH), "down"], check=False)
+    runs = [r for r in runs if (r["cluster_nodes"], r["cluster_pods"], r["pods"]) !=
+            (args.nodes, args.pods, args.on_node)] + [entry]
+    # The headline entry is the largest cluster measured; all runs stay for the comparison.
+    headline = max(runs, key=lambda r: (r["cluster_nodes"], r["pods"]))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({**headline, "runs": runs}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

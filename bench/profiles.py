@@ -1,0 +1,64 @@
+"""The profiles the benchmark measures, as concrete settings for the kubelet, the controller
+manager and the apiserver.
+
+- kubernetes-default: nothing set; every component keeps its v1.35 default.
+- seed-001: the hand-tuned profile of seeds/001 (kubelet nodeStatusUpdateFrequency 1s,
+  node-monitor-period 1s, node-monitor-grace-period 4s, default tolerations). The collection's
+  model refuses it (4s grace is shorter than 5 lease renewals of 10s), so it is written here by
+  hand; it works because an explicit 1s update frequency also makes the kubelet post its full
+  Node status every second (nodeStatusReportFrequency defaults to it).
+- every preset of the model (plugins/module_utils/model/presets.py), rendered by the model itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+_COLLECTIONS = REPO / ".build" / "collections"
+if str(_COLLECTIONS) not in sys.path:
+    sys.path.insert(0, str(_COLLECTIONS))
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import PRESET_NAMES  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile  # noqa: E402
+
+KUBERNETES_VERSION = "1.35.4"
+REFERENCE_PROFILES = ("kubernetes-default", "seed-001")
+PRESETS = tuple(name for name in PRESET_NAMES if name != "kubernetes-default")
+ALL_PROFILES = REFERENCE_PROFILES + PRESETS
+
+SEED_001 = {
+    "kubelet": {"nodeStatusUpdateFrequency": "1s"},
+    "kube_controller_manager": {"node-monitor-period": "1s", "node-monitor-grace-period": "4s"},
+    "kube_apiserver": {},
+}
+
+
+def _without_removals(flags: dict) -> dict:
+    """The model marks flags to remove with None; for a fresh component that means "not set"."""
+    return {name: value for name, value in (flags or {}).items() if value is not None}
+
+
+def profile_settings(name: str, node_count: int = 3) -> dict:
+    """{kubelet: {camelCase: value}, kube_controller_manager: {flag: value}, kube_apiserver: {flag: value}}."""
+    if name == "seed-001":
+        return {part: dict(values) for part, values in SEED_001.items()}
+    if name == "kubernetes-default":
+        return {"kubelet": {}, "kube_controller_manager": {}, "kube_apiserver": {}}
+    facts = {"kubernetes_version": KUBERNETES_VERSION, "node_count": node_count, "distribution": "kubeadm"}
+    settings = build_profile(facts, preset=name)["settings"]
+    return {
+        "kubelet": dict(settings["kubelet"]),
+        "kube_controller_manager": _without_removals(settings["kube_controller_manager"]),
+        "kube_apiserver": _without_removals(settings["kube_apiserver"]),
+    }
+
+
+def model_prediction(name: str, node_count: int) -> dict | None:
+    """The model's predicted timeline and load for a preset (None for seed-001, which it refuses)."""
+    if name == "seed-001":
+        return None
+    facts = {"kubernetes_version": KUBERNETES_VERSION, "node_count": node_count, "distribution": "kubeadm"}
+    profile = build_profile(facts, preset=name)
+    return {"timeline": profile["timeline"], "load": profile["load"]}

@@ -1,0 +1,140 @@
+"""Turn the raw measurements (docs/benchmarks/raw/*.json) into docs/benchmarks/results.json.
+
+results.json (issue 5): kubernetes_version, machine, date,
+  timelines: [{profile, metric, median_s, min_s, max_s, runs[, note]}],
+  cost: [{profile, nodes, write_rps, write_bytes_per_s}],
+  incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests}.
+Only measured numbers go in; a milestone never reached within its cap is null with a note.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import jsonschema
+
+METRICS = ("not_ready", "unreachable_taint", "endpoint_removed", "deployment_replaced",
+           "statefulset_replaced_unremediated", "statefulset_replaced")
+# Which kind of run a metric is taken from (see bench/timeline.py).
+FROM_UNREMEDIATED = {"deployment_replaced", "statefulset_replaced_unremediated"}
+FROM_REMEDIATED = {"statefulset_replaced"}
+
+_NUMBER_OR_NULL = {"type": ["number", "null"]}
+SCHEMA = {
+    "type": "object",
+    "required": ["kubernetes_version", "machine", "date", "timelines", "cost", "incident"],
+    "properties": {
+        "kubernetes_version": {"type": "string"},
+        "machine": {"type": "object"},
+        "date": {"type": "string"},
+        "timelines": {"type": "array", "items": {
+            "type": "object",
+            "required": ["profile", "metric", "median_s", "min_s", "max_s", "runs"],
+            "properties": {"profile": {"type": "string"}, "metric": {"enum": list(METRICS)},
+                           "median_s": _NUMBER_OR_NULL, "min_s": _NUMBER_OR_NULL, "max_s": _NUMBER_OR_NULL,
+                           "runs": {"type": "integer", "minimum": 0}, "note": {"type": "string"}},
+            "additionalProperties": False}},
+        "cost": {"type": "array", "items": {
+            "type": "object",
+            "required": ["profile", "nodes", "write_rps", "write_bytes_per_s"],
+            "properties": {"profile": {"type": "string"}, "nodes": {"type": "integer", "minimum": 1},
+                           "write_rps": {"type": "number"}, "write_bytes_per_s": {"type": "number"}},
+            "additionalProperties": False}},
+        "incident": {"type": "object",
+                     "required": ["pods", "cluster_nodes", "cluster_pods", "own_seconds", "api_requests"],
+                     "properties": {"pods": {"type": "integer"}, "cluster_nodes": {"type": "integer"},
+                                    "cluster_pods": {"type": "integer"}, "own_seconds": _NUMBER_OR_NULL,
+                                    "api_requests": {"type": ["integer", "null"]}, "note": {"type": "string"}},
+                     "additionalProperties": False},
+    },
+}
+
+
+def spread(samples: list[float | None]) -> dict:
+    """Median, min and max of the observed values (None = not observed within the cap)."""
+    observed = [s for s in samples if s is not None]
+    if not observed:
+        return {"median_s": None, "min_s": None, "max_s": None}
+    return {"median_s": round(statistics.median(observed), 2), "min_s": round(min(observed), 2),
+            "max_s": round(max(observed), 2)}
+
+
+def _counts(run: dict, metric: str) -> bool:
+    if run.get("disturbed"):
+        return False
+    if metric in FROM_UNREMEDIATED:
+        return not run["remediated"]
+    if metric in FROM_REMEDIATED:
+        return run["remediated"]
+    return True
+
+
+def timeline_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
+    entries = []
+    for profile in profile_order:
+        mine = [r for r in runs if r["profile"] == profile]
+        for metric in METRICS:
+            used = [r for r in mine if _counts(r, metric)]
+            if not used:
+                continue
+            samples = [r["milestones"].get(metric) for r in used]
+            entry = {"profile": profile, "metric": metric, **spread(samples), "runs": len(used)}
+            missing = [r for r, s in zip(used, samples, strict=True) if s is None]
+            if missing:
+                caps = sorted({int(r["cap_s"]) for r in missing})
+                what = "never happened" if len(missing) == len(used) else f"not reached in {len(missing)} of {len(used)} runs"
+                entry["note"] = f"{what} within the cap of {'/'.join(map(str, caps))}s after power-off"
+            entries.append(entry)
+    return entries
+
+
+def cost_entries(raw: list[dict]) -> list[dict]:
+    return [{"profile": r["profile"], "nodes": r["nodes"], "write_rps": r["write_rps"],
+             "write_bytes_per_s": r["write_bytes_per_s"]} for r in raw]
+
+
+def machine() -> dict:
+    memory_kib = 0
+    with open("/proc/meminfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("MemTotal:"):
+                memory_kib = int(line.split()[1])
+    cpu_model = ""
+    with open("/proc/cpuinfo", encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    return {"cpus": os.cpu_count(), "cpu_model": cpu_model, "memory_gib": round(memory_kib / 2**20, 1),
+            "kernel": platform.release(), "python": platform.python_version(),
+            "shared": "CPU shared with other jobs; per-measurement load averages are in raw/*.json"}
+
+
+def build(raw_dir: Path, profile_order: list[str], kubernetes_version: str) -> dict:
+    def load(name: str, default):
+        path = raw_dir / name
+        return json.loads(path.read_text()) if path.exists() else default
+
+    incident_raw = load("incident.json", None)
+    if incident_raw:
+        incident = {key: incident_raw[key] for key in ("pods", "cluster_nodes", "cluster_pods", "own_seconds", "api_requests")}
+        if incident_raw.get("note"):
+            incident["note"] = incident_raw["note"]
+    else:
+        incident = {"pods": 110, "cluster_nodes": 1000, "cluster_pods": 30000, "own_seconds": None,
+                    "api_requests": None, "note": "not measured"}
+    results = {
+        "kubernetes_version": kubernetes_version,
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "timelines": timeline_entries(load("timelines.json", []), profile_order),
+        "cost": cost_entries(load("cost.json", [])),
+        "incident": incident,
+    }
+    jsonschema.validate(results, SCHEMA)
+    return results

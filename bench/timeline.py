@@ -1,0 +1,274 @@
+"""Failover timelines on the lab: apply a profile, power a worker off, and watch (Kubernetes
+watches, no polling of the API) for each milestone, timed from the moment the container is seen
+stopped.
+
+    .venv/bin/python bench/timeline.py --profiles fast --runs 5 --out docs/benchmarks/raw/timelines.json
+
+Two kinds of run per profile:
+- unremediated: nothing but Kubernetes. Records not_ready, unreachable_taint, endpoint_removed,
+  deployment_replaced and statefulset_replaced_unremediated (given up after a cap).
+- remediated: playbooks/node-outage.yml started as soon as the node is NotReady, re-run while it
+  refuses (its proofs: NotReady long enough, Lease stale, BMC reads Off), as an automation that
+  reacts to the NotReady event would. Records statefulset_replaced (and the detection milestones).
+deployment_replaced is recorded from unremediated runs only: the out-of-service taint of a
+remediated run evicts the Deployment's pods early, which is another measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from kubernetes import client, watch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+
+import lab_profile  # noqa: E402
+import lablib  # noqa: E402
+import profiles  # noqa: E402
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+DETECTION = ("not_ready", "unreachable_taint", "endpoint_removed")
+
+
+class Milestones:
+    """First time (seconds after power-off) each milestone was seen; thread-safe."""
+
+    def __init__(self) -> None:
+        self.t0: float | None = None
+        self.seen: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+
+    def mark(self, name: str) -> None:
+        with self.lock:
+            if self.t0 is not None and name not in self.seen:
+                self.seen[name] = round(time.monotonic() - self.t0, 2)
+                self.changed.notify_all()
+
+    def wait(self, names: tuple[str, ...], deadline: float) -> None:
+        with self.lock:
+            while not all(n in self.seen for n in names) and time.monotonic() < deadline:
+                self.changed.wait(timeout=0.5)
+
+
+def _ready(conditions) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in conditions or [])
+
+
+class Watcher(threading.Thread):
+    """Runs one watch until stopped, re-listing after each server timeout, and hands every
+    object it sees to check()."""
+
+    def __init__(self, list_call, check, **kwargs) -> None:
+        super().__init__(daemon=True)
+        self.list_call, self.check, self.kwargs = list_call, check, kwargs
+        self.stopping = threading.Event()
+        self.synced = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            stream = watch.Watch()
+            try:
+                for event in stream.stream(self.list_call, timeout_seconds=10, **self.kwargs):
+                    self.check(event["object"])
+                    if self.stopping.is_set():
+                        stream.stop()
+                self.synced.set()
+            except Exception:  # noqa: BLE001 - the apiserver may restart; watch again
+                time.sleep(0.5)
+
+    def stop(self) -> None:
+        self.stopping.set()
+
+
+def victim_and_baseline(core) -> tuple[str, dict]:
+    """A worker with a web pod and a db pod; the pods it holds now."""
+    pods = core.list_namespaced_pod(lablib.NAMESPACE).items
+    for worker in lablib.worker_names():
+        here = [p for p in pods if p.spec.node_name == worker and p.metadata.deletion_timestamp is None]
+        web = [p for p in here if p.metadata.labels.get("app") == "web"]
+        db = [p for p in here if p.metadata.labels.get("app") == "db"]
+        if web and db:
+            return worker, {
+                "web_uids": {p.metadata.uid for p in pods if p.metadata.labels.get("app") == "web"},
+                "web_on_victim": len(web),
+                "db": {p.metadata.name: p.metadata.uid for p in db},
+            }
+    return "", {}
+
+
+def spread_workloads(core) -> None:
+    """Make some worker hold both a web and a db pod again: after a failover the returning node is
+    empty; restarting the Deployment spreads it over all workers (topology spread)."""
+    lablib.kubectl("-n", lablib.NAMESPACE, "rollout", "restart", "deployment/web")
+    lablib.kubectl("-n", lablib.NAMESPACE, "rollout", "status", "deployment/web", "--timeout=180s")
+    lablib.wait_for(lablib.workloads_ready, timeout=180, interval=2, what="workloads Ready")
+
+
+def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: list) -> list[Watcher]:
+    api = lablib.api_client()
+    core, discovery = client.CoreV1Api(api), client.DiscoveryV1Api(api)
+    others = set(lablib.worker_names()) - {victim}
+
+    def on_node(node) -> None:
+        name = node.metadata.name
+        if name == victim:
+            if not _ready(node.status.conditions):
+                marks.mark("not_ready")
+            if any(t.key == UNREACHABLE and t.effect == "NoExecute" for t in node.spec.taints or []):
+                marks.mark("unreachable_taint")
+        elif name in others and not _ready(node.status.conditions) and marks.t0 is not None:
+            disturbed.append(f"{name} NotReady during the run")
+
+    def on_slice(endpoint_slice) -> None:
+        mine = [e for e in endpoint_slice.endpoints or [] if e.node_name == victim]
+        if marks.t0 is not None and not any(e.conditions and e.conditions.ready for e in mine):
+            marks.mark("endpoint_removed")
+
+    def on_pod(pod) -> None:
+        app = (pod.metadata.labels or {}).get("app")
+        ready = _ready(pod.status.conditions) and pod.metadata.deletion_timestamp is None
+        if app == "web" and ready and pod.metadata.uid not in baseline["web_uids"] and pod.spec.node_name != victim:
+            new_web.add(pod.metadata.uid)
+            if len(new_web) >= baseline["web_on_victim"]:
+                marks.mark("deployment_replaced")
+        if app == "db" and ready and pod.metadata.name in baseline["db"] \
+                and pod.metadata.uid != baseline["db"][pod.metadata.name]:
+            marks.mark("statefulset_replaced")
+
+    new_web: set[str] = set()
+    watchers = [
+        Watcher(core.list_node, on_node),
+        Watcher(discovery.list_namespaced_endpoint_slice, on_slice, namespace=lablib.NAMESPACE,
+                label_selector="kubernetes.io/service-name=web"),
+        Watcher(core.list_namespaced_pod, on_pod, namespace=lablib.NAMESPACE),
+    ]
+    for watcher in watchers:
+        watcher.start()
+    return watchers
+
+
+def power_off_and_time(victim: str) -> float:
+    """Power off through the lab BMC (as lablib does) and return the monotonic time the container
+    is first seen stopped: heartbeats end there."""
+    threading.Thread(target=lablib.power_off, args=(victim,), daemon=True).start()
+    while lablib.container_state(victim) == "running":
+        time.sleep(0.05)
+    return time.monotonic()
+
+
+def run_remediation(victim: str, marks: Milestones, deadline: float, log: dict) -> None:
+    """Start node-outage.yml when the node is NotReady; re-run it while it refuses."""
+    marks.wait(("not_ready",), deadline)
+    attempts = []
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
+    while time.monotonic() < deadline:
+        started = time.monotonic()
+        result = subprocess.run(
+            [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lablib.STATE / "inventory.yml"),
+             str(REPO / "playbooks" / "node-outage.yml"), "-e", f"outage_nodes={victim}"],
+            capture_output=True, text=True, cwd=REPO, env=env)
+        attempts.append({"started_s": round(started - marks.t0, 1), "seconds": round(time.monotonic() - started, 1),
+                         "rc": result.returncode})
+        if result.returncode == 0:
+            break
+        log["last_refusal"] = [line for line in result.stdout.splitlines() if "msg" in line][-3:]
+        time.sleep(1)
+    log["playbook_attempts"] = attempts
+
+
+def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
+    core = lablib.core()
+    lablib.reset_lab(timeout=300)
+    victim, baseline = victim_and_baseline(core)
+    if not victim:
+        spread_workloads(core)
+        victim, baseline = victim_and_baseline(core)
+    if not victim:
+        raise RuntimeError("no worker holds both a web and a db pod")
+    marks, disturbed, log = Milestones(), [], {}
+    watchers = start_watchers(victim, baseline, marks, disturbed)
+    for watcher in watchers:
+        watcher.synced.wait(timeout=30)
+    marks.t0 = power_off_and_time(victim)
+    deadline = marks.t0 + cap_seconds
+    wanted = DETECTION + (("statefulset_replaced",) if remediated else ("deployment_replaced", "statefulset_replaced"))
+    remediation = None
+    if remediated:
+        remediation = threading.Thread(target=run_remediation, args=(victim, marks, deadline, log), daemon=True)
+        remediation.start()
+    marks.wait(wanted, deadline)
+    if remediation:
+        remediation.join(timeout=max(0.0, deadline - time.monotonic()) + 60)
+    for watcher in watchers:
+        watcher.stop()
+    seen = dict(marks.seen)
+    if not remediated:
+        seen["statefulset_replaced_unremediated"] = seen.pop("statefulset_replaced", None)
+    else:
+        seen.pop("deployment_replaced", None)
+    result = {"profile": profile, "remediated": remediated, "victim": victim, "cap_s": cap_seconds,
+              "milestones": seen, "disturbed": sorted(set(disturbed)), "load_average_1m": round(os.getloadavg()[0], 2),
+              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **log}
+    print(f"timeline: {profile} {'remediated' if remediated else 'unremediated'} on {victim}: {seen}"
+          f"{' DISTURBED ' + str(disturbed) if disturbed else ''}", flush=True)
+    return result
+
+
+def cap_for(profile: str, remediated: bool) -> float:
+    """How long to wait after power-off: twice the model's expected milestone, at least 90s."""
+    prediction = profiles.model_prediction(profile, node_count=4)
+    if prediction is None:  # seed-001: detection like fast, eviction at the default 300s
+        prediction = profiles.model_prediction("kubernetes-default", node_count=4)
+    timeline = prediction["timeline"]
+    # Remediated: the playbook first wants the node NotReady for 60s (its default proof).
+    expected = ((timeline["statefulset_replaced"]["expected"] or 60) + 60 if remediated
+                else timeline["deployment_replaced"]["expected"])
+    return max(90.0, 2 * expected)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", nargs="+", default=list(profiles.ALL_PROFILES))
+    parser.add_argument("--runs", type=int, default=5, help="unremediated and remediated runs per profile")
+    parser.add_argument("--slow-runs", type=int, default=None,
+                        help="runs for profiles whose eviction waits the default 300s (kubernetes-default, seed-001)")
+    parser.add_argument("--kinds", nargs="+", default=["unremediated", "remediated"])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    results = json.loads(args.out.read_text()) if args.out.exists() else []
+    original = {c: lablib.read_manifest(c) for c in lab_profile.MANAGED_FLAGS}
+    try:
+        for profile in args.profiles:
+            settings = profiles.profile_settings(profile, node_count=4)
+            applied = lab_profile.apply(settings)
+            print(f"timeline: profile {profile} applied: {applied}", flush=True)
+            slow = profile in profiles.REFERENCE_PROFILES
+            runs = args.slow_runs if (slow and args.slow_runs is not None) else args.runs
+            for kind in args.kinds:
+                remediated = kind == "remediated"
+                for _ in range(runs):
+                    results.append(one_run(profile, remediated, cap_for(profile, remediated)))
+                    args.out.parent.mkdir(parents=True, exist_ok=True)
+                    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    finally:
+        lablib.reset_lab(timeout=300)
+        default = profiles.profile_settings("kubernetes-default")
+        lab_profile.apply(default)
+        for component, text in original.items():  # leave the manifests as they were found
+            if lablib.read_manifest(component) != text:
+                lablib.write_manifest(component, text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
