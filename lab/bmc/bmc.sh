@@ -69,20 +69,35 @@ running_pid() {
   echo "$pid"
 }
 
-stop_process() {
-  local service=$1 pid
-  if pid=$(running_pid "$service"); then
-    kill "$pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -9 "$pid" 2>/dev/null || true
+# stop_processes SERVICE...: TERM to all at once, then KILL whatever is still there after 5 s.
+stop_processes() {
+  local service pid stopping=()
+  for service in "$@"; do
+    if pid=$(running_pid "$service"); then
+      kill "$pid" 2>/dev/null || true
+      stopping+=("$pid")
+      say "stopping $service (pid $pid)"
     fi
-    say "stopped $service (pid $pid)"
-  fi
-  rm -f "$pids/$service".{pid,cmd,hash}
+    rm -f "$pids/$service".{pid,cmd,hash}
+  done
+  [ ${#stopping[@]} -gt 0 ] || return 0
+  for _ in $(seq 50); do
+    alive "${stopping[@]}" || return 0
+    sleep 0.1
+  done
+  for pid in "${stopping[@]}"; do
+    kill -9 "$pid" 2>/dev/null || true
+  done
+}
+
+# alive PID...: is any of them still running? A zombie is not: it has exited and waits for
+# init to reap it, which here can take a second.
+alive() {
+  local pid
+  for pid in "$@"; do
+    [ -r "/proc/$pid/stat" ] && [ "$(cut -d' ' -f3 "/proc/$pid/stat" 2>/dev/null)" != Z ] && return 0
+  done
+  return 1
 }
 
 # start_process SERVICE CONFIG_FILE LOG MATCH COMMAND...: start detached; record pid, match and config hash.
@@ -112,7 +127,7 @@ wait_ready() {
     sleep 0.2
   done
   tail -n 20 "$log" >&2
-  stop_process "$service"
+  stop_processes "$service"
   die "$service did not answer within 20 s (log: $log)"
 }
 
@@ -143,7 +158,7 @@ ensure_redfish() {
     say "Redfish already up on https://$listen_ip:$redfish_port"
     return 0
   fi
-  stop_process redfish
+  stop_processes redfish
   rm -rf "$state/sushy-state"  # the fake driver's own store; systems come from sushy.conf alone
   start_process redfish "$config" "$log" "redfish_serve.py $config" \
     "$python" "$here/redfish_serve.py" "$config"
@@ -158,7 +173,7 @@ ensure_ipmi() {
     say "IPMI for $node already up on $listen_ip:$(ipmi_port_of "$node")/udp"
     return 0
   fi
-  stop_process "ipmi-$node"
+  stop_processes "ipmi-$node"
   mkdir -p "$dir/sim-state"
   start_process "ipmi-$node" "$config" "$log" "-c $config" \
     ipmi_sim -n -c "$config" -f "$here/ipmi_bmc.emu" -s "$dir/sim-state"
@@ -174,7 +189,7 @@ remove_other_ipmi() {
     node=$(basename "$file" .pid)
     node=${node#ipmi-}
     if ! printf '%s\n' "$@" | grep -qxF "$node" || [ "$ipmi_port" = 0 ]; then
-      stop_process "ipmi-$node"
+      stop_processes "ipmi-$node"
       rm -rf "${state:?}/ipmi/$node"
     fi
   done
@@ -203,11 +218,11 @@ cmd_up() {
 }
 
 cmd_down() {
-  local file
+  local file services=()
   for file in "$pids"/*.pid; do
-    [ -e "$file" ] || continue
-    stop_process "$(basename "$file" .pid)"
+    [ -e "$file" ] && services+=("$(basename "$file" .pid)")
   done
+  [ ${#services[@]} -eq 0 ] || stop_processes "${services[@]}"
   if [ -d "$state" ]; then
     rm -rf "$state"
     say "removed $state"

@@ -12,6 +12,7 @@ import socket
 import stat
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -45,6 +46,14 @@ def wait_for(predicate, timeout: float, interval: float = 0.2) -> float:
             pytest.fail(f"condition not met within {timeout} s")
         time.sleep(interval)
     return time.monotonic() - start
+
+
+def process_running(pid: int) -> bool:
+    """True unless the process is gone or a zombie (exited, waiting for init to reap it)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
 
 
 def fence_redfish(bmc, node: str, action: str, port: int | None = None, ca_bundle: str | None = "lab",
@@ -250,7 +259,7 @@ def test_down_leaves_nothing_behind(tmp_path):
     own = start_bmc(tmp_path / "state", ["ng-bmctest-down"])
     pids = [own.pid("redfish"), own.pid("ipmi-ng-bmctest-down")]
     own.sh("down")
-    assert [pid for pid in pids if os.path.exists(f"/proc/{pid}")] == []
+    assert [pid for pid in pids if process_running(pid)] == []
     assert not own.state_dir.exists()
     assert own.sh("status", check=False).returncode == 3
     own.sh("down")  # a second down is fine
@@ -285,7 +294,7 @@ def test_reconfigured_nodes_get_new_systems(tmp_path):
         own.nodes = ["ng-bmctest-r2"]
         own.sh("up", *own.nodes)
         assert not (own.state_dir / "pids" / "ipmi-ng-bmctest-r1.pid").exists()
-        assert not os.path.exists(f"/proc/{ipmi_pid}")
+        assert not process_running(ipmi_pid)
     finally:
         own.sh("down", check=False)
 
