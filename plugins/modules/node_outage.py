@@ -24,7 +24,7 @@ description:
     unfinished step. A refusal or a missing proof changes nothing.
   - The node coming back during the run stops it; the taint stays, recorded; M(nodeguard.failover.node_recover) removes it.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.k8s_auth
   - nodeguard.failover.power
@@ -34,6 +34,7 @@ attributes:
     description: Runs every read-only check and proof and returns the full plan; changes nothing.
   diff_mode:
     support: none
+    description: The result reports the record and plan instead of a diff.
 options:
   node:
     description: Name of the Node object.

@@ -14,7 +14,7 @@ description:
   - There is no reboot action on purpose. Before the out-of-service taint a reboot could bring the node
     back with its volumes still attached elsewhere.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.power
 attributes:
@@ -23,6 +23,7 @@ attributes:
     description: Reads the state and reports whether it would change; sends no power action.
   diff_mode:
     support: none
+    description: The result reports the record and plan instead of a diff.
 options:
   node:
     description: Node name, for messages and for the V(command) hook.

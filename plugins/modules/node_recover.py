@@ -17,7 +17,7 @@ description:
     Returns the incident timeline from first NotReady to Ready again, as rows and as a table.
   - A taint without a nodeguard record (left behind by hand or another tool) is removed under the same checks.
 author:
-  - nodeguard maintainers
+  - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
   - nodeguard.failover.k8s_auth
   - nodeguard.failover.power
@@ -27,6 +27,7 @@ attributes:
     description: Evaluates every check and reports whether the taint would be removed; changes nothing.
   diff_mode:
     support: none
+    description: The result reports the record and plan instead of a diff.
 options:
   node:
     description: Name of the Node object.

@@ -214,7 +214,7 @@ class OutageRun:
 
     def _write_taint(self, rec: dict, adopt: bool) -> dict:
         """Taint and record in one write, conditional on the node not having changed since the last read."""
-        for _ in range(3):
+        for _attempt in range(3):
             node = self._get_node()
             if is_ready(node):
                 raise NodeReturnedError(f"{self.o.node} became Ready before the taint; nothing was changed")
@@ -293,7 +293,7 @@ class OutageRun:
         def gone():
             return not [p for p in self.cluster.list_pods_on_node(self.o.node) if p["metadata"]["uid"] in uids]
 
-        ok, _ = wait_until(gone, self.o.pod_delete_timeout, self.o.poll_interval, self.clock, self._tick("delete-pods"))
+        ok = wait_until(gone, self.o.pod_delete_timeout, self.o.poll_interval, self.clock, self._tick("delete-pods"))
         if not ok:
             raise StepTimeoutError(f"pods force-deleted but still listed after {self.o.pod_delete_timeout}s (finalizers?): {', '.join(deleted)}")
         return f"force-deleted {len(deleted)} pod(s)"
@@ -303,7 +303,7 @@ class OutageRun:
 
     def _detach_volumes(self) -> str:
         tick = self._tick("detach-volumes")
-        ok, _ = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
+        ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
         if ok:
             return "no VolumeAttachment left"
         blockers = vas.blockers(self._attachments(), self.clock.now())
@@ -315,7 +315,7 @@ class OutageRun:
             )
         for blocker in blockers:
             self.cluster.delete_volume_attachment(blocker["name"])
-        ok, _ = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
+        ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
         if not ok:
             left = vas.blockers(self._attachments(), self.clock.now())
             raise StepTimeoutError(f"VolumeAttachments deleted but still present: {vas.describe(left)}")
@@ -332,7 +332,7 @@ class OutageRun:
             state["result"] = replacements.match(moved, replacements.gather_candidates(self.cluster, moved), self.o.node, since)
             return not state["result"]["waiting"]
 
-        ok, _ = wait_until(all_replaced, self.o.replacement_timeout, self.o.poll_interval, self.clock, self._tick("verify-replacements"))
+        ok = wait_until(all_replaced, self.o.replacement_timeout, self.o.poll_interval, self.clock, self._tick("verify-replacements"))
         self.record["replacements"] = state["result"]
         if not ok:
             waiting = ", ".join(f"{w['pod']} ({w['owner']})" for w in state["result"]["waiting"])

@@ -128,7 +128,7 @@ class RecoverRun:
         return self._result(node, record, checks, True, "taint removed, incident closed")
 
     def _untaint(self, record: dict) -> dict:
-        for _ in range(10):
+        for _attempt in range(10):
             node = self._get_node()
             if not is_ready(node):
                 raise ProofError(f"{self.o.node} stopped being Ready; the taint stays and nothing was changed")

@@ -18,7 +18,7 @@ class Clock:
 
 
 def wait_until(check, timeout: float, interval: float = 2.0, clock: Clock = None, on_tick=None):
-    """Call ``check()`` until it returns a truthy value; return (True, value) or (False, last value) at timeout.
+    """Call ``check()`` until it returns a truthy value; True when it did, False at timeout.
 
     ``on_tick(elapsed)`` runs between polls; it may raise to stop the wait (node came back, lock lost).
     """
@@ -27,10 +27,10 @@ def wait_until(check, timeout: float, interval: float = 2.0, clock: Clock = None
     while True:
         value = check()
         if value:
-            return True, value
+            return True
         elapsed = clock.now() - start
         if elapsed >= timeout:
-            return False, value
+            return False
         if on_tick is not None:
             on_tick(elapsed)
         clock.sleep(min(interval, max(timeout - elapsed, 0.1)))

@@ -70,7 +70,7 @@ def playbook(remediator, name, node, check=False, background=False, **extra):
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
     if background:
         return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
 
 
 def node_obj(lab, name):
@@ -128,7 +128,9 @@ def node_proven_dead(lab, name, seconds=10):
 def target(lab):
     """A worker that runs a db pod; the whole lab is reset after the module, whatever happened."""
     lab.reset_lab()
-    node = next(n for n in lab.worker_names() if db_pod_on(lab, n))
+    candidates = [n for n in lab.worker_names() if db_pod_on(lab, n)]
+    assert candidates, "no worker runs a db pod; is the lab's StatefulSet up?"
+    node = candidates[0]
     yield node
     if lab.container_state(node) == "running":
         lab.podman("exec", node, "systemctl", "start", "kubelet", check=False)

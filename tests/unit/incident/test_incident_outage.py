@@ -40,10 +40,10 @@ def test_full_outage():
     assert replaced["app/web-123-abc"]["replacement"] == "app/web-123-xyz"
     assert replaced["app/db-0"]["seconds"] is not None
     # every step edge is an Event about the Node; the lock is gone again
-    reasons = [body["reason"] for _, body in cluster.events]
+    reasons = [body["reason"] for _namespace, body in cluster.events]
     assert reasons[:2] == ["FailoverPowerOffProven", "FailoverTainted"]
     assert reasons.count("FailoverStepCompleted") == 3
-    assert all(body["involvedObject"] == {"apiVersion": "v1", "kind": "Node", "name": "w3", "uid": "uid-w3"} for _, body in cluster.events)
+    assert all(body["involvedObject"] == {"apiVersion": "v1", "kind": "Node", "name": "w3", "uid": "uid-w3"} for _namespace, body in cluster.events)
     assert cluster.leases == {}
     assert result["changed"] and result["action"] == records.FRESH
     # pods were listed by node only
@@ -75,12 +75,12 @@ def test_refused_when_node_is_ready():
 
 
 def test_refused_when_bmc_says_on():
-    cluster, clock, _ = setup()
+    cluster, clock, _power = setup()
     assert_refused_without_change(cluster, clock, FakePower("on"), ProofError, match="power-off")
 
 
 def test_refused_when_bmc_unreachable():
-    cluster, clock, _ = setup()
+    cluster, clock, _power = setup()
     assert_refused_without_change(cluster, clock, FakePower(error="unreachable: connection refused"), ProofError, match="unreadable")
 
 
@@ -130,7 +130,7 @@ def test_check_mode_shows_the_plan_and_changes_nothing():
 
 
 def test_fence_powers_off_with_retries_then_proves():
-    cluster, clock, _ = setup()
+    cluster, clock, _power = setup()
     power = FakePower("on", off_takes=2)  # two failed tries before the BMC accepts
     run(cluster, clock, power, fence=True, fence_backoff_seconds=5)
     assert power.actions == ["off", "off", "off"]
@@ -141,7 +141,7 @@ def test_fence_powers_off_with_retries_then_proves():
 
 
 def test_fence_is_not_attempted_while_the_api_sees_the_node_alive():
-    cluster, clock, _ = setup(w3_ready="True")
+    cluster, clock, _power = setup(w3_ready="True")
     cluster.node_leases["w3"] = lease("w3", T0 - 2)
     power = FakePower("on")
     with pytest.raises(ProofError):

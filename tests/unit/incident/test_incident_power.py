@@ -95,7 +95,7 @@ def test_redfish_unreachable():
 
 def test_redfish_power_off_sends_force_off(bmc):
     FakeBmc.state["power"] = "On"
-    reading, _ = fence_off(redfish(bmc), 3, 1, 10, FakeClock())
+    reading, _attempts = fence_off(redfish(bmc), 3, 1, 10, FakeClock())
     assert reading.state == "off"
     assert FakeBmc.state["posts"] == [("/redfish/v1/Systems/w3/Actions/ComputerSystem.Reset", {"ResetType": "ForceOff"})]
 

@@ -76,6 +76,6 @@ def test_recover_check_mode_changes_nothing():
 
 
 def test_recover_without_taint_is_a_no_op():
-    cluster, clock, _ = setup()
+    cluster, clock, _power = setup()
     result = recover(cluster, clock, FakePower("on"))
     assert not result["changed"]
