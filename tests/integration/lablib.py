@@ -231,6 +231,12 @@ def component_flags(component: str) -> list[str]:
     return [arg for arg in cmdline.split("\0") if arg]
 
 
+def lease_holder(name: str, namespace: str = "kube-system") -> str:
+    """Who holds a Lease: for kube-controller-manager / kube-scheduler, the process running the controllers."""
+    lease = client.CoordinationV1Api(api_client()).read_namespaced_lease(name, namespace)
+    return lease.spec.holder_identity or ""
+
+
 def component_healthy(component: str) -> bool:
     """The component's own health endpoint answers ok (anonymous access is allowed for these paths)."""
     result = cp_exec("curl", "--silent", "--insecure", "--max-time", "3", HEALTH_URLS[component], check=False)

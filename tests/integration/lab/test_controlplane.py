@@ -31,11 +31,6 @@ def manifest_command(lab, component: str) -> list[str]:
     return yaml.safe_load(lab.read_manifest(component))["spec"]["containers"][0]["command"]
 
 
-def lease_holder(lab, name: str) -> str:
-    result = lab.kubectl("-n", "kube-system", "get", "lease", name, "-o", "jsonpath={.spec.holderIdentity}")
-    return result.stdout
-
-
 def test_apiserver_reports_the_pinned_version(lab):
     version = json.loads(lab.kubectl("version", "-o", "json").stdout)
     assert version["serverVersion"]["gitVersion"] == "v1.35.4"
@@ -95,7 +90,7 @@ def test_node_restriction_admission_is_on(lab):
 @pytest.mark.changes_control_plane
 def test_manifest_change_restarts_controller_manager_with_new_flags(lab):
     old_pid = lab.component_pid(KCM)
-    old_holder = lab.wait_for(lambda: lease_holder(lab, KCM), timeout=60, what="a KCM leader")
+    old_holder = lab.wait_for(lambda: lab.lease_holder(KCM), timeout=60, what="a KCM leader")
     flag = "--node-monitor-grace-period=37s"
 
     lab.write_manifest(KCM, edited_manifest(lab.read_manifest(KCM), add=[flag], drop_prefix="--node-monitor-grace-period"))
@@ -104,7 +99,7 @@ def test_manifest_change_restarts_controller_manager_with_new_flags(lab):
     assert lab.component_pid(KCM) != old_pid
     lab.wait_for(lambda: lab.component_healthy(KCM), timeout=60, what=f"{KCM} healthy")
     # The new process, not a leftover, runs the controllers: it takes over the leader lease.
-    new_holder = lab.wait_for(lambda: (h := lease_holder(lab, KCM)) != old_holder and h, timeout=90,
+    new_holder = lab.wait_for(lambda: (h := lab.lease_holder(KCM)) != old_holder and h, timeout=90,
                               what="the restarted KCM holding the leader lease")
     assert new_holder.startswith("ng-cp1_")
 
