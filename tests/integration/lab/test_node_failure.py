@@ -118,23 +118,18 @@ def with_flags(manifest: str, flags: dict[str, str]) -> str:
     return yaml.safe_dump(pod, sort_keys=False)
 
 
-def controller_leader(lab) -> str:
-    coordination = client.CoordinationV1Api(lab.api_client())
-    return coordination.read_namespaced_lease(KCM, "kube-system").spec.holder_identity or ""
-
-
 def manifest_command(manifest: str) -> list[str]:
     return yaml.safe_load(manifest)["spec"]["containers"][0]["command"]
 
 
 def restart_controller_manager(lab, manifest: str) -> None:
     """Write the manifest; wait until the new process runs its command, is healthy and leads."""
-    leader_before = controller_leader(lab)
+    leader_before = lab.lease_holder(KCM)
     lab.write_manifest(KCM, manifest)
     lab.wait_for(lambda: lab.component_flags(KCM) == manifest_command(manifest), timeout=60,
                  what="kube-controller-manager running the manifest's command")
     lab.wait_for(lambda: lab.component_healthy(KCM), timeout=60, what="kube-controller-manager healthy")
-    lab.wait_for(lambda: controller_leader(lab) not in ("", leader_before), timeout=90,
+    lab.wait_for(lambda: lab.lease_holder(KCM) not in ("", leader_before), timeout=90,
                  what="the restarted kube-controller-manager holding its leader lease")
 
 
@@ -146,9 +141,9 @@ def fast_node_monitor(lab) -> Iterator[int]:
     """kube-controller-manager with a short node-monitor grace period for this module only."""
     original = lab.read_manifest(KCM)
     flags = {"node-monitor-period": f"{MONITOR_PERIOD_SECONDS}s", "node-monitor-grace-period": f"{GRACE_SECONDS}s"}
-    restart_controller_manager(lab, with_flags(original, flags))
-    lab.reset_lab()
     try:
+        restart_controller_manager(lab, with_flags(original, flags))
+        lab.reset_lab()
         yield GRACE_SECONDS
     finally:
         restart_controller_manager(lab, original)
