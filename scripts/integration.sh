@@ -12,7 +12,7 @@ lab_sh=$repo/lab/scripts/lab.sh
 
 leftovers() {
   podman ps -a --format '{{.Names}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher)$' || true
-  podman network exists nodeguard-lab && echo "network nodeguard-lab" || true
+  if podman network exists nodeguard-lab; then echo "network nodeguard-lab"; fi
   # Only the lab's own BMC processes (their state is lab/.state/bmc); tests run private ones elsewhere.
   pgrep -af "$repo/lab/.state/bmc" || true
 }

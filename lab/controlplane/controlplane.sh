@@ -113,7 +113,7 @@ create_node() {
 }
 
 wait_ready() {
-  local deadline=$((SECONDS + ${1:-150}))
+  local deadline=$((SECONDS + 150))
   until "$kubectl" --kubeconfig "$state/admin.kubeconfig" --request-timeout=3s get --raw /readyz >/dev/null 2>&1; do
     if [ $SECONDS -ge $deadline ]; then
       podman exec "$node" journalctl -u kube-apiserver -u etcd -n 30 --no-pager >&2 || true
@@ -175,7 +175,10 @@ cmd_down() {
 cmd_flags() {
   local component=$1 pid
   pid=$(podman exec "$node" systemctl show --property=MainPID --value "$component.service")
-  [ -n "$pid" ] && [ "$pid" != 0 ] || { echo "$component: not running" >&2; return 1; }
+  if [ -z "$pid" ] || [ "$pid" = 0 ]; then
+    echo "$component: not running" >&2
+    return 1
+  fi
   podman exec "$node" cat "/proc/$pid/cmdline" | tr '\0' '\n'
 }
 
