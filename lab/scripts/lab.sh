@@ -63,6 +63,19 @@ apply_workloads() {
   done
 }
 
+# A control plane re-created under running workers starts with an empty etcd: their kubelets
+# registered with the old one. Restarting the kubelet makes it register again, as a real kubelet
+# does when its Node object is gone.
+rejoin_workers() {
+  local node
+  for node in "${worker_nodes[@]}"; do
+    [ "$(podman container inspect --format '{{.State.Status}}' "$node" 2>/dev/null)" = running ] || continue
+    k get node "$node" >/dev/null 2>&1 && continue
+    say "$node runs but has no Node object (new control plane): restarting its kubelet"
+    podman exec "$node" systemctl restart kubelet.service
+  done
+}
+
 write_inventory() {
   "$python" "$lab/scripts/inventory.py" --state "$state" --control-plane "$control_plane" \
     --workers "${worker_nodes[@]}" --kubernetes-version "${k8s_version#v}"
@@ -74,6 +87,7 @@ cmd_up() {
   mkdir -p "$state"
   phase build "$lab/scripts/build-k8s.sh" >/dev/null
   phase control-plane part "$lab/controlplane/controlplane.sh" up
+  rejoin_workers
   phase workers part "$lab/workers/workers.sh" up "$workers"
   phase bmc part "$lab/bmc/bmc.sh" up "${worker_nodes[@]}"
   phase workloads apply_workloads
