@@ -5,7 +5,7 @@ real kubelet. On start it:
 1. reads /var/lib/kubelet/config.yaml (heartbeat timings, maxPods, registerWithTaints);
 2. registers the Node (or refreshes its status after a reboot) with the identity of its
    kubeconfig (system:node:<name>), and its CSINode with the lab CSI driver;
-3. clears the holder of its node Lease: kwok takes a new identity per process and would
+3. renews its node Lease and clears the holder: kwok takes a new identity per process and would
    otherwise wait a whole lease duration before renewing after a restart (a kubelet does not);
 4. runs kwok for this one node with Stages rendered from the config;
 5. runs the volume manager loop (volumesInUse, attach before start) until kwok exits.
@@ -14,6 +14,7 @@ real kubelet. On start it:
 from __future__ import annotations
 
 import argparse
+import datetime
 import ipaddress
 import logging
 import os
@@ -111,9 +112,17 @@ def register_csi_driver(storage, core, name: str) -> None:
             raise
 
 
-def release_lease(coordination, name: str) -> None:
+def renew_and_release_lease(coordination, name: str, settings) -> None:
+    """Renew the Lease now, as a starting kubelet does, and clear its holder so kwok takes it over.
+
+    kwok picks a new holder identity per process and would otherwise wait for the old holder's
+    lease to expire; its first renewal also comes only one renew interval after start.
+    """
+    now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    body = {"spec": {"holderIdentity": None, "renewTime": now,
+                     "leaseDurationSeconds": settings.lease_duration_seconds}}
     try:
-        coordination.patch_namespaced_lease(name, "kube-node-lease", {"spec": {"holderIdentity": None}})
+        coordination.patch_namespaced_lease(name, "kube-node-lease", body)
     except ApiException as error:
         if error.status != 404:
             raise
@@ -163,7 +172,7 @@ def run(args) -> int:
 
     register_node(core, args.node_name, node_ip, settings, kubelet_version)
     register_csi_driver(storage, core, args.node_name)
-    release_lease(coordination, args.node_name)
+    renew_and_release_lease(coordination, args.node_name, settings)
     kwok = start_kwok(args, settings, node_ip)
 
     stopping = []
