@@ -70,6 +70,21 @@ class OutageOptions:
     poll_interval: float = 2.0
 
 
+class _RenewingClock:
+    """A clock that keeps the lock alive while fencing sleeps between tries and re-reads."""
+
+    def __init__(self, clock, lock):
+        self.clock = clock
+        self.lock = lock
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def sleep(self, seconds: float) -> None:
+        self.lock.renew()
+        self.clock.sleep(seconds)
+
+
 class OutageRun:
     def __init__(self, cluster, power, options: OutageOptions, clock, check_mode: bool = False):
         self.cluster = cluster
@@ -170,7 +185,13 @@ class OutageRun:
     def _fence(self) -> tuple:
         started = self.clock.now()
         try:
-            reading, attempts = fence_off(self.power, self.o.fence_retries, self.o.fence_backoff_seconds, self.o.fence_confirm_timeout, self.clock)
+            reading, attempts = fence_off(
+                self.power,
+                self.o.fence_retries,
+                self.o.fence_backoff_seconds,
+                self.o.fence_confirm_timeout,
+                _RenewingClock(self.clock, self.lock),
+            )
         except PowerError as e:
             self.facts["fence"] = f"failed: {e}"
             return None, e

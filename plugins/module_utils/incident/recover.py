@@ -91,6 +91,12 @@ class RecoverRun:
         record = records.read(node)
         if not has_out_of_service_taint(node):
             return self._result(node, record, [], False, "no out-of-service taint on the node; nothing to recover")
+        if record is not None and record.get("phase") in records.OUTAGE_STEPS:
+            raise RefusedError(
+                "outage-running",
+                f"the outage run on {self.o.node} is at step {record['phase']} (job {record.get('job')}), running or "
+                "crashed; rerun node-outage first: it resumes, or stops cleanly if the node is back. Nothing was changed",
+            )
         if record is None or record.get("phase") == records.RECOVERED:
             record = records.new(node, self.o.job_id, self.clock.now(), None)
             record["adopted"] = "taint found without a nodeguard record"

@@ -1,8 +1,9 @@
 """Recovery removes the taint only when the node is really back, and prints the timeline."""
 
 import pytest
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProofError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError, ProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
@@ -79,3 +80,15 @@ def test_recover_without_taint_is_a_no_op():
     cluster, clock, _power = setup()
     result = recover(cluster, clock, FakePower("on"))
     assert not result["changed"]
+
+
+def test_recover_refuses_while_an_outage_run_is_unfinished():
+    cluster, clock, power = setup()
+    clock.controllers.clear()  # volumes never detach: the outage stops in detach-volumes
+    with pytest.raises(NodeguardError):
+        OutageRun(cluster, power, options(detach_timeout=5), clock).run()
+    node_back(cluster, clock)
+    before = cluster.snapshot()
+    with pytest.raises(RefusedError, match="outage-running"):
+        recover(cluster, clock, FakePower("on"))
+    assert cluster.snapshot() == before
