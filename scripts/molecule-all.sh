@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every Molecule scenario (molecule/*/molecule.yml) on local podman container nodes.
-# Ensures the node image and the scenarios' own podman network first; fails if any scenario
+# Ensures the node image first; fails if any scenario
 # fails; always destroys the scenario containers, also on failure or Ctrl-C.
 #   scripts/molecule-all.sh            # all scenarios
 #   scripts/molecule-all.sh rke2 rke1  # some
@@ -10,10 +10,6 @@ cd "$repo"
 export PATH="$repo/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$repo/ansible.cfg"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
-
-# The scenarios' containers live on a network of their own (the lab uses 10.89.77.0/24).
-network=nodeguard-molecule
-subnet=10.89.78.0/24
 
 if [ $# -gt 0 ]; then
   scenarios=("$@")
@@ -29,8 +25,9 @@ destroy_all() {
 trap destroy_all EXIT
 trap 'exit 130' INT TERM
 
+# The scenarios put their containers on a podman network of their own, nodeguard-molecule, which
+# the podman driver creates (on a free subnet) and deletes with the scenario.
 scripts/build-node-image.sh || exit 1
-podman network exists "$network" || podman network create --subnet "$subnet" "$network" >/dev/null || exit 1
 
 started=$SECONDS
 failed=()
