@@ -13,6 +13,7 @@ One power-off for the whole suite keeps it short (about 3 minutes of waiting for
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -71,6 +72,49 @@ def playbook(remediator, name, node, check=False, background=False, **extra):
     if background:
         return subprocess.Popen(argv, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and all its descendants, like a crashed job runner; only processes this test started."""
+    children = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(children.get(current, []))
+    for member in tree:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, signal.SIGKILL)
+
+
+def read_power(remediator, node, power) -> str:
+    """Power state through nodeguard.failover.node_power (ad hoc, credentials in a 0600 vars file)."""
+    vars_file = remediator["_dir"] / f"power-{time.monotonic_ns()}.json"
+    vars_file.write_text(json.dumps({"power_under_test": power}))
+    vars_file.chmod(0o600)
+    argv = [
+        str(REPO / ".venv" / "bin" / "ansible"),
+        "localhost",
+        "-m",
+        "nodeguard.failover.node_power",
+        "-a",
+        json.dumps({"node": node, "power": "{{ power_under_test }}"}),
+        "-e",
+        f"@{vars_file}",
+        "-o",
+    ]
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"))
+    result = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout.split("=>", 1)[1])["power"]
 
 
 def node_obj(lab, name):
@@ -194,6 +238,11 @@ def test_refusals_while_the_node_is_off(lab, remediator, target):
     result = playbook(remediator, "node-outage", target, node_outage_max_unhealthy="0")
     assert_refused_unchanged(lab, target, result, before, "refused [storm]")
 
+    # The other out-of-band readers agree, through the node_power module: IPMI and the ClusterLabs agent.
+    hosts = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"]
+    for power in (hosts[target]["bmc_ipmi"], dict(bmc, type="fence_agent", agent="fence_redfish")):
+        assert read_power(remediator, target, power) == "off"
+
     result = playbook(remediator, "node-outage", target, check=True)
     assert result.returncode == 0, result.stdout[-3000:]
     assert state(lab, target) == before
@@ -208,7 +257,7 @@ def test_outage_killed_after_taint_completes_on_rerun(lab, remediator, target):
     try:
         lab.wait_for(lambda: has_taint(lab, target), timeout=120, interval=0.2, what="the out-of-service taint")
     finally:
-        os.killpg(run.pid, signal.SIGKILL)
+        kill_tree(run.pid)  # the whole job dies, module process included (it runs in its own session)
         run.wait()
     interrupted = record(lab, target)
     assert interrupted is not None, "a taint without a record"
@@ -216,6 +265,7 @@ def test_outage_killed_after_taint_completes_on_rerun(lab, remediator, target):
 
     result = playbook(remediator, "node-outage", target)
     assert result.returncode == 0, result.stdout[-4000:]
+    assert "outage complete (resume from " in result.stdout
     done = record(lab, target)
     assert done["phase"] == "outage-complete"
     assert has_taint(lab, target)
