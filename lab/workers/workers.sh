@@ -105,7 +105,11 @@ cmd_up() {
   for i in $(seq 1 "$count"); do
     local node="ng-worker$i"
     nodes+=("$node")
-    podman container exists "$node" || create_worker "$i" "$config"
+    if ! podman container exists "$node"; then
+      create_worker "$i" "$config"
+    elif [ "$(podman inspect --format '{{.Image}}' "$node")" != "$(podman image inspect --format '{{.Id}}' "$image")" ]; then
+      say "note: $node runs an older $image (its files are kept); workers.sh down && up to renew it"
+    fi
     if [ "$(podman inspect --format '{{.State.Running}}' "$node")" != true ]; then
       podman start "$node" >/dev/null
       say "started $node"
@@ -133,17 +137,26 @@ cmd_down() {
   rm -rf "$state/workers"
 }
 
+# Effective heartbeat settings of a worker's config.yaml, read with the stand-in's own rules.
+effective_timings() {
+  podman exec "$1" python3 -c '
+import sys
+sys.path.insert(0, "/opt/nodeguard/standin")
+import kubelet_config
+s = kubelet_config.load("/var/lib/kubelet/config.yaml")
+print(f"update={s.status_update_seconds:g}s report={s.status_report_seconds:g}s lease={s.lease_duration_seconds}s (renew {s.lease_renew_seconds:g}s)")
+' 2>/dev/null || echo "-"
+}
+
 cmd_status() {
-  printf '%-12s %-10s %-8s %s\n' NODE CONTAINER READY "KUBELET (update/report/lease)"
+  printf '%-12s %-10s %-8s %s\n' NODE CONTAINER READY "HEARTBEAT (effective config.yaml)"
   local node
   for node in $(podman ps -a --filter "label=$role_label" --format '{{.Names}}' | sort -V); do
-    local container ready timings
+    local container ready timings="-"
     container=$(podman inspect --format '{{.State.Status}}' "$node")
     ready=$(k get node "$node" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || echo "?")
-    timings=$(podman exec "$node" awk -F': *' \
-      '/^nodeStatusUpdateFrequency|^nodeStatusReportFrequency|^nodeLeaseDurationSeconds/ {printf "%s=%s ", $1, $2}' \
-      /var/lib/kubelet/config.yaml 2>/dev/null || echo "-")
-    printf '%-12s %-10s %-8s %s\n' "$node" "$container" "${ready:-?}" "${timings:--}"
+    [ "$container" = running ] && timings=$(effective_timings "$node")
+    printf '%-12s %-10s %-8s %s\n' "$node" "$container" "${ready:-?}" "$timings"
   done
 }
 
