@@ -29,7 +29,8 @@ def timeline_chart(profile: str, entries: list[dict], path: Path) -> None:
     for row, entry in enumerate(reversed(entries)):
         if entry["median_s"] is None:
             axes.barh(row, longest, color="none", edgecolor="grey", hatch="//")
-            axes.text(longest, row, "  never (within cap)", va="center", fontsize=8)
+            label = "  never (within cap)" if entry["runs"] else "  not measured"
+            axes.text(longest, row, label, va="center", fontsize=8)
         else:
             axes.barh(row, entry["median_s"], color="tab:blue")
             axes.errorbar(entry["median_s"], row, xerr=[[entry["median_s"] - entry["min_s"]],

@@ -37,6 +37,9 @@ import profiles  # noqa: E402
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 DETECTION = ("not_ready", "unreachable_taint", "endpoint_removed")
+UNREMEDIATED_GRACE = 30.0
+# node-outage.yml keeps its lock Lease in this namespace; it does not create it.
+LOCK_NAMESPACE = "nodeguard-system"
 
 
 class Milestones:
@@ -195,6 +198,8 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
         victim, baseline = victim_and_baseline(core)
     if not victim:
         raise RuntimeError("no worker holds both a web and a db pod")
+    if remediated:
+        lablib.kubectl("create", "namespace", LOCK_NAMESPACE, check=False)
     marks, disturbed, log = Milestones(), [], {}
     watchers = start_watchers(victim, baseline, marks, disturbed)
     for watcher in watchers:
@@ -206,7 +211,16 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
     if remediated:
         remediation = threading.Thread(target=run_remediation, args=(victim, marks, deadline, log), daemon=True)
         remediation.start()
-    marks.wait(wanted, deadline)
+    if remediated:
+        marks.wait(wanted, deadline)
+    else:
+        # The StatefulSet pod is not replaced without remediation: once the Deployment's pod is,
+        # give it UNREMEDIATED_GRACE more seconds (within the cap) to prove it stays that way.
+        marks.wait((*DETECTION, "deployment_replaced"), deadline)
+        if "deployment_replaced" in marks.seen:
+            deadline = min(deadline, marks.t0 + marks.seen["deployment_replaced"] + UNREMEDIATED_GRACE)
+            cap_seconds = round(deadline - marks.t0, 1)
+        marks.wait(("statefulset_replaced",), deadline)
     if remediation:
         remediation.join(timeout=max(0.0, deadline - time.monotonic()) + 60)
     for watcher in watchers:

@@ -1,0 +1,84 @@
+"""results.json is built only from measured runs, with the issue's exact fields."""
+
+import json
+
+import jsonschema
+import pytest
+import results
+
+
+def run(profile, remediated, milestones, cap=90.0, disturbed=(), attempts=None):
+    entry = {"profile": profile, "remediated": remediated, "milestones": milestones, "cap_s": cap,
+             "disturbed": list(disturbed)}
+    if attempts is not None:
+        entry["playbook_attempts"] = attempts
+    return entry
+
+
+OK = [{"rc": 2}, {"rc": 0}]
+
+
+def test_spread_is_median_min_max_of_observed_values():
+    assert results.spread([3.0, 1.0, 2.0, None]) == {"median_s": 2.0, "min_s": 1.0, "max_s": 3.0}
+    assert results.spread([1.0, 4.0]) == {"median_s": 2.5, "min_s": 1.0, "max_s": 4.0}
+
+
+def test_spread_of_nothing_observed_is_null():
+    assert results.spread([None, None]) == {"median_s": None, "min_s": None, "max_s": None}
+
+
+def test_metrics_come_from_the_right_kind_of_run():
+    runs = [
+        run("fast", False, {"not_ready": 4.0, "deployment_replaced": 30.0, "statefulset_replaced_unremediated": None}),
+        run("fast", True, {"not_ready": 6.0, "statefulset_replaced": 70.0}, attempts=OK),
+    ]
+    entries = {e["metric"]: e for e in results.timeline_entries(runs, ["fast"])}
+    assert entries["not_ready"]["runs"] == 2 and entries["not_ready"]["median_s"] == 5.0
+    assert entries["deployment_replaced"]["runs"] == 1 and entries["deployment_replaced"]["median_s"] == 30.0
+    assert entries["statefulset_replaced"]["runs"] == 1 and entries["statefulset_replaced"]["median_s"] == 70.0
+
+
+def test_never_replaced_is_null_with_a_note_naming_the_cap():
+    runs = [run("kubernetes-default", False, {"statefulset_replaced_unremediated": None}, cap=400.0)] * 2
+    entry = next(e for e in results.timeline_entries(runs, ["kubernetes-default"])
+                 if e["metric"] == "statefulset_replaced_unremediated")
+    assert entry["median_s"] is None and entry["runs"] == 2
+    assert "never happened" in entry["note"] and "400s" in entry["note"]
+
+
+def test_partly_reached_milestone_says_in_how_many_runs():
+    runs = [run("fast", False, {"deployment_replaced": 20.0}), run("fast", False, {"deployment_replaced": None})]
+    entry = next(e for e in results.timeline_entries(runs, ["fast"]) if e["metric"] == "deployment_replaced")
+    assert entry["median_s"] == 20.0 and "1 of 2" in entry["note"]
+
+
+def test_disturbed_runs_and_failed_playbooks_are_left_out():
+    runs = [
+        run("fast", False, {"not_ready": 100.0}, disturbed=["ng-worker2 NotReady during the run"]),
+        run("fast", False, {"not_ready": 4.0}),
+        run("fast", True, {"not_ready": 5.0}, attempts=[{"rc": 2}]),
+    ]
+    entries = {e["metric"]: e for e in results.timeline_entries(runs, ["fast"])}
+    assert entries["not_ready"]["runs"] == 2 and entries["not_ready"]["max_s"] == 5.0
+    assert entries["statefulset_replaced"]["runs"] == 0
+    assert "never succeeded" in entries["statefulset_replaced"]["note"]
+
+
+def test_build_writes_the_issue_schema(tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    (raw / "timelines.json").write_text(json.dumps([run("fast", False, {"not_ready": 4.0})]))
+    (raw / "cost.json").write_text(json.dumps([{"profile": "fast", "nodes": 100, "write_rps": 1.5,
+                                                "write_bytes_per_s": 10.0, "extra": "dropped"}]))
+    built = results.build(raw, ["fast"], "1.35.4")
+    assert set(built) == {"kubernetes_version", "machine", "date", "timelines", "cost", "incident"}
+    assert built["cost"] == [{"profile": "fast", "nodes": 100, "write_rps": 1.5, "write_bytes_per_s": 10.0}]
+    assert built["incident"]["own_seconds"] is None and built["incident"]["note"]
+
+
+def test_schema_rejects_a_timeline_without_runs():
+    document = {"kubernetes_version": "1.35.4", "machine": {}, "date": "x", "cost": [],
+                "incident": {"pods": 1, "cluster_nodes": 1, "cluster_pods": 1, "own_seconds": None, "api_requests": None},
+                "timelines": [{"profile": "fast", "metric": "not_ready", "median_s": 1, "min_s": 1, "max_s": 1}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, results.SCHEMA)
