@@ -156,7 +156,7 @@ cmd_up() {
   case "$(podman container inspect --format '{{.State.Status}}' "$node" 2>/dev/null || echo absent)" in
     running) say "$node is already running" ;;
     absent) create_node ;;
-    *) say "starting existing $node (its etcd was on tmpfs: the cluster starts empty)"; podman rm -f "$node" >/dev/null; create_node ;;
+    *) say "re-creating the stopped $node (its etcd was on tmpfs: the cluster starts empty)"; podman rm -f "$node" >/dev/null; create_node ;;
   esac
   wait_ready
   bootstrap_objects
