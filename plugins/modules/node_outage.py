@@ -218,6 +218,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageOptions, OutageRun
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import K8S_AUTH_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.connect import cluster_for
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
@@ -267,6 +268,7 @@ def main():
             proofs=facts.get("proofs", []),
             power=facts.get("power"),
             record=run.record if run else None,
+            plan=outage_plan(run.record, facts, options) if run else [],
         )
     module.exit_json(**result)
 
