@@ -1,0 +1,120 @@
+"""The rulebook end to end on the lab: a real ansible-rulebook process, real Alertmanager payloads,
+the real node-outage and node-recover playbooks, real power-off through the lab's BMC.
+
+A worker that runs a db pod (StatefulSet, RWO CSI volume) is powered off. Once it is NotReady with a
+stale Lease (what Prometheus would see before NodeguardNodeDown fires), the alert is posted: the
+rulebook must fail the node over (out-of-service taint, db pod Ready elsewhere). After power-on the
+resolved alert must make node-recover remove the taint.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from rulebook_process import REPO, RulebookProcess, alert, webhook_payload
+
+LAB_INVENTORY = REPO / "lab" / ".state" / "inventory.yml"
+OOS = "node.kubernetes.io/out-of-service"
+NAMESPACE = "failover-lab"
+# Shorter waits than production for the lab (the same ones tests/integration/incident uses).
+LAB_TIMINGS = {
+    "node_outage_not_ready_seconds": 10,
+    "node_outage_lease_margin_seconds": 5,
+    "node_outage_detach_timeout": 120,
+    "node_outage_replacement_timeout": 180,
+    "node_outage_poll_interval": 1,
+    "node_recover_healthy_seconds": 5,
+    "node_recover_retries": 30,
+    "node_recover_delay": 3,
+}
+
+
+def has_taint(lab, node: str) -> bool:
+    return any(t.key == OOS for t in lab.core().read_node(node).spec.taints or [])
+
+
+def db_pod_on(lab, node: str):
+    pods = lab.core().list_namespaced_pod(NAMESPACE, label_selector="app=db").items
+    return next((p for p in pods if p.spec.node_name == node and not p.metadata.deletion_timestamp), None)
+
+
+def pod_ready(pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+
+
+def proven_dead(lab, node: str, seconds: float) -> bool:
+    """NotReady for `seconds` and its Lease stale: when NodeguardNodeDown would have fired."""
+    found = lab.core().read_node(node)
+    ready = next(c for c in found.status.conditions if c.type == "Ready")
+    if ready.status == "True" or time.time() - ready.last_transition_time.timestamp() < seconds:
+        return False
+    lease = lab.client.CoordinationV1Api(lab.api_client()).read_namespaced_lease(node, "kube-node-lease")
+    return time.time() - lease.spec.renew_time.timestamp() > lease.spec.lease_duration_seconds + 6
+
+
+def wait_or_show_log(lab, rulebook: RulebookProcess, predicate, timeout: float, what: str) -> None:
+    try:
+        lab.wait_for(predicate, timeout=timeout, interval=2, what=what)
+    except TimeoutError:
+        pytest.fail(f"{what}: not within {timeout}s; ansible-rulebook log:\n{rulebook.log()[-6000:]}")
+
+
+@pytest.fixture
+def target(lab) -> Iterator[str]:
+    lab.reset_lab()
+    candidates = [n for n in lab.worker_names() if db_pod_on(lab, n)]
+    assert candidates, "no worker runs a db pod; is the lab's StatefulSet up?"
+    yield candidates[0]
+    lab.reset_lab()
+
+
+@pytest.fixture
+def rulebook(lab, tmp_path: Path) -> Iterator[RulebookProcess]:
+    # An inventory directory: the lab's inventory (nodes, BMCs, kubeconfig) plus the lab timings.
+    inventory = tmp_path / "inventory"
+    inventory.mkdir()
+    shutil.copy(LAB_INVENTORY, inventory / "10-lab.yml")
+    (inventory / "20-timings.yml").write_text(yaml.safe_dump({"all": {"vars": LAB_TIMINGS}}))
+    process = RulebookProcess(
+        tmp_path,
+        overrides={
+            # by path: ansible-rulebook copies the playbook's directory, so its imports resolve
+            "nodeguard_outage_playbook": str(REPO / "playbooks" / "node-outage.yml"),
+            "nodeguard_recover_playbook": str(REPO / "playbooks" / "node-recover.yml"),
+            "nodeguard_storm_max_nodes": 1,
+        },
+        inventory=inventory,
+    )
+    yield process
+    process.stop()
+
+
+def test_node_down_alert_fails_the_node_over_and_resolved_recovers_it(lab, target: str, rulebook: RulebookProcess) -> None:
+    old_db = db_pod_on(lab, target)
+    lab.power_off(target)
+    lab.wait_for(lambda: proven_dead(lab, target, LAB_TIMINGS["node_outage_not_ready_seconds"] + 2),
+                 timeout=180, interval=2, what=f"{target} NotReady with a stale Lease")
+
+    started = time.monotonic()
+    assert rulebook.post(webhook_payload([alert(target)])) == 200
+    assert rulebook.post(webhook_payload([alert(target)])) == 200  # Alertmanager's re-send: must not matter
+
+    def replaced() -> bool:
+        pods = lab.core().list_namespaced_pod(NAMESPACE, label_selector="app=db").items
+        same = [p for p in pods if p.metadata.name == old_db.metadata.name]
+        return bool(same) and same[0].metadata.uid != old_db.metadata.uid and same[0].spec.node_name != target \
+            and pod_ready(same[0])
+
+    wait_or_show_log(lab, rulebook, replaced, 420, f"{old_db.metadata.name} Ready on another node")
+    assert has_taint(lab, target)
+    print(f"\nalert to db Ready elsewhere: {time.monotonic() - started:.1f}s")
+
+    lab.power_on(target)
+    lab.wait_for(lambda: lab.node_ready(target), timeout=180, interval=2, what=f"{target} Ready again")
+    assert rulebook.post(webhook_payload([alert(target, status="resolved")])) == 200
+    wait_or_show_log(lab, rulebook, lambda: not has_taint(lab, target), 300, f"the taint removed from {target}")
