@@ -8,7 +8,8 @@ real kubelet. On start it:
 3. renews its node Lease and clears the holder: kwok takes a new identity per process and would
    otherwise wait a whole lease duration before renewing after a restart (a kubelet does not);
 4. runs kwok for this one node with Stages rendered from the config;
-5. runs the volume manager loop (volumesInUse, attach before start) until kwok exits.
+5. runs the volume manager (volumesInUse, attach before start) on every change of its Node or
+   its pods, until kwok exits.
 """
 
 from __future__ import annotations
@@ -22,18 +23,21 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 
 import kubelet_config
 import kwok_stages
-from kubernetes import client, config
+from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 from volume_manager import VolumeManager
 
 LAB_CSI_DRIVER = "lab.csi.nodeguard.dev"
 KWOK_VERSION_TAG = "kwok-v0.7.0"
-VOLUME_LOOP_SECONDS = 1.0
+# The volume manager runs when its node or one of its pods changes, and at least this often
+# while a change is pending (e.g. a volumesInUse write held back by nodeStatusUpdateFrequency).
+VOLUME_RESYNC_SECONDS = 1.0
 
 log = logging.getLogger("kubelet-standin")
 
@@ -158,6 +162,22 @@ def start_kwok(args, settings, node_ip: str) -> subprocess.Popen:
     return subprocess.Popen(command)
 
 
+def watch_in_background(list_function, changed: threading.Event, **selector) -> None:
+    """Set `changed` on every event of a watch; the watch is restarted when it ends or breaks."""
+
+    def loop() -> None:
+        while True:
+            try:
+                for _event in watch.Watch().stream(list_function, timeout_seconds=300, **selector):
+                    changed.set()
+            except Exception as error:  # noqa: BLE001 - apiserver restarts break watches; start again
+                log.debug("watch %s: %s", list_function.__name__, error)
+                time.sleep(1)
+            changed.set()  # events may have been missed while it was down
+
+    threading.Thread(target=loop, name=list_function.__name__, daemon=True).start()
+
+
 def run(args) -> int:
     settings = kubelet_config.load(args.config)
     log.info(
@@ -186,12 +206,18 @@ def run(args) -> int:
     signal.signal(signal.SIGINT, stop)
 
     volumes = VolumeManager(core, storage, args.node_name, settings.status_update_seconds)
+    changed = threading.Event()
+    watch_in_background(core.list_pod_for_all_namespaces, changed, field_selector=f"spec.nodeName={args.node_name}")
+    watch_in_background(core.list_node, changed, field_selector=f"metadata.name={args.node_name}")
     while kwok.poll() is None:
+        if not changed.wait(timeout=VOLUME_RESYNC_SECONDS) and not volumes.pending:
+            continue
+        changed.clear()
         try:
             volumes.sync()
         except Exception as error:  # noqa: BLE001 - keep heartbeating through API hiccups, as a kubelet does
             log.warning("volume manager: %s", error)
-        time.sleep(VOLUME_LOOP_SECONDS)
+            volumes.pending = True
     log.info("kwok exited with %s", kwok.returncode)
     return 0 if stopping else (kwok.returncode or 1)
 

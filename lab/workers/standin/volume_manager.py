@@ -46,6 +46,8 @@ class VolumeManager:
         self.node_name = node_name
         self.status_update_seconds = status_update_seconds
         self._last_node_write = 0.0
+        # True while the last sync left something to do (a held-back write, an unbound claim).
+        self.pending = True
         self._attach_required: dict[str, bool] = {}
         self._pv_by_claim: dict[str, tuple[str, str] | None] = {}
 
@@ -106,18 +108,28 @@ class VolumeManager:
         attached = {v.name for v in (node.status.volumes_attached or [])}
         reported = set(node.status.volumes_in_use or [])
         in_use: set[str] = set()
+        pending = False
         for pod in pods:
             if pod.metadata.deletion_timestamp or pod.status.phase in FINISHED_PHASES:
                 continue  # kwok removes deleted pods at once; their volumes are unmounted with them
             volumes = self.attachable_volumes(pod)
             if volumes is None:
+                pending = True  # claim not bound yet: look again soon
                 continue
             in_use |= volumes
+            if _has_true_condition(pod, SANDBOX_CONDITION):
+                continue
             # Mount only volumes already reported in use and attached, as the kubelet does.
-            if volumes <= attached and volumes <= reported and not _has_true_condition(pod, SANDBOX_CONDITION):
+            if volumes <= attached and volumes <= reported:
                 self._mark_sandbox_ready(pod)
+            else:
+                pending = True
         now = time.monotonic()
-        if in_use != reported and now - self._last_node_write >= self.status_update_seconds:
-            self.core.patch_node_status(self.node_name, {"status": {"volumesInUse": sorted(in_use)}})
-            self._last_node_write = now
-            log.info("node %s: volumesInUse %s", self.node_name, sorted(in_use) or "[]")
+        if in_use != reported:
+            if now - self._last_node_write >= self.status_update_seconds:
+                self.core.patch_node_status(self.node_name, {"status": {"volumesInUse": sorted(in_use)}})
+                self._last_node_write = now
+                log.info("node %s: volumesInUse %s", self.node_name, sorted(in_use) or "[]")
+            else:
+                pending = True  # written at the next status update
+        self.pending = pending
