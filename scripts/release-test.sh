@@ -100,7 +100,7 @@ git ls-files -z --cached --others --exclude-standard -- galaxy.yml changelogs \
 version=$(python -c 'import yaml; print(yaml.safe_load(open("galaxy.yml"))["version"])')
 (cd "$work/changelog" && antsibull-changelog release --version "$version" --date "$(date -u +%F)" >/dev/null)
 grep -q "^v$version" "$work/changelog/CHANGELOG.rst" || fail "CHANGELOG.rst has no v$version section"
-echo "  ok CHANGELOG.rst renders v$version with $(ls changelogs/fragments | wc -l) fragment(s)"
+echo "  ok CHANGELOG.rst renders v$version with $(find changelogs/fragments -name "*.yml" | wc -l) fragment(s)"
 
 if [ "${1:-}" = "--keep" ]; then echo "release-test: kept $work"; fi
 echo "release-test: ok"

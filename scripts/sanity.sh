@@ -3,7 +3,7 @@
 #
 # ansible-test needs the collection at .../ansible_collections/<namespace>/<name>/ and lists files
 # with git. The repository is not laid out that way, so we test a fresh copy:
-#   .build/sanity/ansible_collections/nodeguard/failover
+#   .build/sanity/run.XXXXXX/ansible_collections/nodeguard/failover   (one per run, removed at exit)
 # made from `git ls-files` plus untracked files that are not ignored (what a commit would hold),
 # with its own `git init` so ansible-test does not walk up to this repository's .git (where .build/
 # is ignored and the copy would look empty).
@@ -38,9 +38,11 @@ if [ -n "$powershell" ]; then
 fi
 command -v shellcheck >/dev/null || { echo "sanity: shellcheck is missing; run make setup" >&2; exit 1; }
 
-# 1. The copy.
-copy="$repo/.build/sanity/ansible_collections/nodeguard/failover"
-rm -rf "$repo/.build/sanity"
+# 1. The copy: one per run (several people run this at once on a shared work tree), removed at exit.
+mkdir -p "$repo/.build/sanity"
+run_dir=$(mktemp -d "$repo/.build/sanity/run.XXXXXX")
+trap 'rm -rf "$run_dir"' EXIT
+copy="$run_dir/ansible_collections/nodeguard/failover"
 mkdir -p "$copy"
 git ls-files -z --cached --others --exclude-standard \
   | while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done \
