@@ -168,8 +168,12 @@ def _stage(name: str, kind: str, match: list[dict], nxt: dict, delay_seconds: fl
     return {"apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Stage", "metadata": {"name": name}, "spec": spec}
 
 
-def stages(settings: KubeletSettings) -> list[dict]:
+def stages(settings: KubeletSettings, *, volume_manager: bool = True) -> list[dict]:
+    """The Stages; volume_manager=False starts pods at once (no volume manager: e.g. scale mode)."""
     not_deleting = _expr(".metadata.deletionTimestamp", "DoesNotExist")
+    pod_start = [not_deleting, _expr(".status.podIP", "DoesNotExist")]
+    if volume_manager:
+        pod_start.append(_expr(_condition("PodReadyToStartContainers"), "In", ["True"]))
     return [
         _stage("node-ready", "Node", [_expr(_condition("Ready"), "NotIn", ["True"])],
                {"statusTemplate": _NODE_READY_TEMPLATE}),
@@ -177,10 +181,7 @@ def stages(settings: KubeletSettings) -> list[dict]:
                [_expr(".status.phase", "In", ["Running"]), _expr(_condition("Ready"), "In", ["True"])],
                {"statusTemplate": _NODE_REPORT_TEMPLATE},
                delay_seconds=settings.status_report_seconds),
-        _stage("pod-start", "Pod",
-               [not_deleting, _expr(".status.podIP", "DoesNotExist"),
-                _expr(_condition("PodReadyToStartContainers"), "In", ["True"])],
-               {"statusTemplate": _POD_START_TEMPLATE}),
+        _stage("pod-start", "Pod", pod_start, {"statusTemplate": _POD_START_TEMPLATE}),
         _stage("pod-ready-again", "Pod",
                [not_deleting, _expr(".status.phase", "In", ["Running"]),
                 _expr(_condition("Ready"), "In", ["False"])],
@@ -206,5 +207,10 @@ def _represent_str(dumper: yaml.SafeDumper, text: str):
 _BlockStyleDumper.add_representer(str, _represent_str)
 
 
+def dump(documents: list[dict]) -> str:
+    """YAML documents with the templates as literal blocks (what kwok --config reads)."""
+    return yaml.dump_all(documents, Dumper=_BlockStyleDumper, sort_keys=False)
+
+
 def render(settings: KubeletSettings) -> str:
-    return yaml.dump_all(stages(settings), Dumper=_BlockStyleDumper, sort_keys=False)
+    return dump(stages(settings))

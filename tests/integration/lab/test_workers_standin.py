@@ -83,3 +83,8 @@ def test_pods_start_only_with_a_ready_sandbox_and_deletions_are_finalized():
 
 def test_csi_volume_names_match_the_attach_detach_controller():
     assert unique_volume_name("lab.csi.nodeguard.dev", "db-0") == "kubernetes.io/csi/lab.csi.nodeguard.dev^db-0"
+
+
+def test_without_a_volume_manager_pods_start_at_once():
+    stages = {s["metadata"]["name"]: s["spec"] for s in kwok_stages.stages(kubelet_config.KubeletSettings(), volume_manager=False)}
+    assert not any("PodReadyToStartContainers" in e["key"] for e in stages["pod-start"]["selector"]["matchExpressions"])
