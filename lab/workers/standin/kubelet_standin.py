@@ -66,7 +66,7 @@ def node_status(node_ip: str, hostname: str, settings: kubelet_config.KubeletSet
             "kernelVersion": os.uname().release,
             "kubeletVersion": kubelet_version,
             "kubeProxyVersion": "",
-            "containerRuntimeVersion": f"{KWOK_VERSION_TAG}",
+            "containerRuntimeVersion": KWOK_VERSION_TAG,
             "bootID": boot_id(),
             "machineID": "",
             "systemUUID": "",
@@ -100,20 +100,23 @@ def register_node(core, name: str, node_ip: str, settings, kubelet_version: str)
 
 
 def register_csi_driver(storage, core, name: str) -> None:
-    """What node-driver-registrar does: list the lab CSI driver in this node's CSINode."""
+    """What the kubelet and node-driver-registrar do: a CSINode owned by the Node, listing the lab driver."""
     node = core.read_node(name)
-    drivers = [{"name": LAB_CSI_DRIVER, "nodeID": name, "topologyKeys": None}]
+    body = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        # Owned by the current Node object: a re-created Node (new control plane) takes it over,
+        # so the garbage collector does not remove it with the old owner.
+        "metadata": {"name": name, "ownerReferences": [
+            {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node.metadata.uid}]},
+        "spec": {"drivers": [{"name": LAB_CSI_DRIVER, "nodeID": name, "topologyKeys": None}]},
+    }
     try:
-        storage.create_csi_node({
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "CSINode",
-            "metadata": {"name": name, "ownerReferences": [
-                {"apiVersion": "v1", "kind": "Node", "name": name, "uid": node.metadata.uid}]},
-            "spec": {"drivers": drivers},
-        })
+        storage.create_csi_node(body)
     except ApiException as error:
         if error.status != 409:
             raise
+        storage.patch_csi_node(name, {"metadata": body["metadata"], "spec": body["spec"]})
 
 
 def renew_and_release_lease(coordination, name: str, settings) -> None:
