@@ -2,7 +2,7 @@
 # Static checks for the whole tree, with no ignore files:
 #   1. ruff (config: ruff.toml) on every Python directory: plugins, extensions, tests, lab, scripts, bench;
 #   2. ansible-lint with the production profile (config: .ansible-lint) on roles, playbooks,
-#      molecule scenarios and extensions (EDA rulebooks, alert rules).
+#      molecule scenarios, extensions (EDA rulebooks, alert rules) and the AWX example playbook.
 # Both always run; the script fails if either found something.
 # Usage: scripts/lint.sh [--fix]   (--fix lets ruff apply its safe fixes first)
 set -uo pipefail
@@ -21,7 +21,7 @@ fi
 # Only directories that exist yet (the tree grows during development).
 existing() { for d in "$@"; do [ -e "$d" ] && printf '%s\n' "$d"; done; }
 mapfile -t python_dirs < <(existing plugins extensions tests lab scripts bench)
-mapfile -t ansible_dirs < <(existing roles playbooks molecule extensions)
+mapfile -t ansible_dirs < <(existing roles playbooks molecule extensions docs/awx)
 
 status=0
 
