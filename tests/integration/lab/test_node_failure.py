@@ -198,7 +198,7 @@ def probe_statefulset(lab, fast_node_monitor) -> Iterator[dict]:
 
 @pytest.fixture
 def probe_deployment(lab, fast_node_monitor) -> Iterator[str]:
-    """Three replicas spread over the workers, tolerating unreachable for TOLERATION_SECONDS."""
+    """Three replicas spread over the workers behind a Service, tolerating unreachable for TOLERATION_SECONDS."""
     name = f"evict-probe-{uuid.uuid4().hex[:6]}"
     apps = client.AppsV1Api(lab.api_client())
     apps.create_namespaced_deployment(NAMESPACE, {
@@ -217,12 +217,17 @@ def probe_deployment(lab, fast_node_monitor) -> Iterator[str]:
             },
         },
     })
+    lab.core().create_namespaced_service(NAMESPACE, {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+        "spec": {"selector": {"app": name}, "ports": [{"port": 80}]},
+    })
     lab.wait_for(lambda: sum(pod_is_ready(p) for p in pods(lab, f"app={name}")) == 3, timeout=60,
                  what=f"{name} 3 pods Ready")
     try:
         yield name
     finally:
         apps.delete_namespaced_deployment(name, NAMESPACE)
+        lab.core().delete_namespaced_service(name, NAMESPACE)
 
 
 # --- tests -------------------------------------------------------------------------------------
@@ -275,6 +280,18 @@ def test_deployment_pods_are_evicted_after_their_toleration_and_rescheduled(lab,
     assert all(p.spec.node_name != node for p in replacements)
     # The evicted pods stay Terminating: only a kubelet on that node could confirm them gone.
     assert evicted(), "the evicted pods should still be Terminating while their node is off"
+    # DaemonSet pods tolerate unreachable without a time limit: the agent stays.
+    agents = [p for p in pods(lab, "app=agent") if p.spec.node_name == node]
+    assert agents and all(p.metadata.deletion_timestamp is None for p in agents)
+    # The Service sends traffic only to the replacements (EndpointSlice controller).
+    def ready_endpoint_nodes() -> list[str]:
+        slices = client.DiscoveryV1Api(lab.api_client()).list_namespaced_endpoint_slice(
+            NAMESPACE, label_selector=f"kubernetes.io/service-name={name}").items
+        return sorted(e.node_name for s in slices for e in s.endpoints or [] if e.conditions.ready)
+
+    endpoint_nodes = lab.wait_for(lambda: (lambda n: n if len(n) == 3 else None)(ready_endpoint_nodes()), timeout=30,
+                                  what=f"3 ready endpoints for Service {name}")
+    assert node not in endpoint_nodes
 
 
 def test_statefulset_pod_stays_terminating_until_the_out_of_service_taint(lab, probe_statefulset):
