@@ -4,6 +4,7 @@
 #      commit (no lab/.state keys, caches or build output leaking in through build_ignore gaps).
 #   2. Install it into a clean collections path (dependencies come from the ansible package, offline).
 #   3. From that installed copy only: ansible-doc for every module, filter and role by FQCN;
+#      antsibull-docs lint-collection-docs (documentation markup and references);
 #      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook alias.
 #   4. antsibull-changelog: fragments lint, and a release dry run on a scratch copy renders CHANGELOG.rst.
 # Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path; its
@@ -73,7 +74,12 @@ for role_dir in "$installed"/roles/*/; do
   echo "  ok nodeguard.failover.$role"
 done
 
-# 3b. Playbooks by FQCN. Collection playbook names must be identifiers, so each hyphenated
+# 3b. Documentation markup: O(), RV(), M() references point at real options, return values, plugins.
+step "antsibull-docs lint-collection-docs --plugin-docs"
+(cd "$installed" && antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .) \
+  || fail "antsibull-docs lint-collection-docs found documentation errors (above)"
+
+# 3c. Playbooks by FQCN. Collection playbook names must be identifiers, so each hyphenated
 #     playbook has an underscore alias; every alias must resolve and pass --syntax-check.
 step "ansible-playbook <FQCN> --syntax-check"
 echo "all: {children: {control_plane: {hosts: {cp1: {}}}, workers: {hosts: {worker1: {}}}}}" > "$work/inventory.yml"
