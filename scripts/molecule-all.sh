@@ -6,7 +6,7 @@
 #   scripts/molecule-all.sh rke2 rke1  # some
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-cd "$repo"
+cd "$repo" || exit 1
 export PATH="$repo/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$repo/ansible.cfg"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0
