@@ -83,22 +83,21 @@ def _seconds(stamp: str) -> float:
 
 
 def wait_seconds(record: dict) -> dict:
-    """Duration of each waiting step in the incident record the module returned."""
+    """Duration of each waiting step in the incident record the module returned (its times are
+    ISO timestamps, whole seconds)."""
     steps = record.get("steps") or {}
     waits = {}
     for step in WAIT_STEPS:
         entry = steps.get(step) or {}
-        if entry.get("started") and entry.get("ended"):
-            started, ended = entry["started"], entry["ended"]
-            if isinstance(started, str):
-                started, ended = _seconds(started), _seconds(ended)
-            waits[step] = round(ended - started, 2)
+        if entry.get("start") and entry.get("end"):
+            waits[step] = round(_seconds(entry["end"]) - _seconds(entry["start"]), 2)
     return waits
 
 
 def run_playbook(node: str) -> tuple[float, dict, str]:
     extra = {
         "outage_nodes": [node],
+        "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python"),
         "kubeconfig": scale.audited_kubeconfig(),
         "node_outage_allow_manual_attestation": True,
         "node_outage_power_default": {"type": "manual", "attestation": {
@@ -131,6 +130,9 @@ def measure(nodes: int, pods: int, on_node: int) -> dict:
     subprocess.run([str(SCALE_SH), "up", str(nodes), "--profile", PROFILE], check=True)
     subprocess.run([str(SCALE_SH), "pods", str(pods), "--node", victim, "--on-node", str(on_node)], check=True)
     wait_pods_running(victim, on_node)
+    # node-outage.yml keeps its lock Lease there and does not create the namespace itself.
+    subprocess.run([str(scale.K8S_BIN / "kubectl"), f"--kubeconfig={scale.kubeconfig()}", "create", "namespace",
+                    "nodeguard-system"], check=False)
     power_off(victim)
     not_ready_at = wait_not_ready(victim)
     time.sleep(max(0.0, not_ready_at + NOT_READY_PROOF_SECONDS + 2 - time.monotonic()))
@@ -143,7 +145,7 @@ def measure(nodes: int, pods: int, on_node: int) -> dict:
         "pods": on_node, "cluster_nodes": nodes, "cluster_pods": pods,
         "own_seconds": round(wall - sum(waits.values()), 2) if outcome == "ok" else None,
         "api_requests": sum(verbs.values()) if outcome == "ok" else None,
-        "wall_seconds": round(wall, 2), "wait_seconds": waits, "requests_by_verb": dict(verbs),
+        "wall_seconds": round(wall, 2), "wait_seconds": waits, "record_steps": record.get("steps"), "requests_by_verb": dict(verbs),
         "outcome": outcome, "load_average_1m": round(os.getloadavg()[0], 2),
     }
     print(f"incident: {json.dumps(entry)}", flush=True)
