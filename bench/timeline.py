@@ -264,6 +264,7 @@ def main() -> int:
     try:
         for profile in args.profiles:
             settings = profiles.profile_settings(profile, node_count=4)
+            lablib.reset_lab(timeout=300)  # the last run's node may still be off
             applied = lab_profile.apply(settings)
             print(f"timeline: profile {profile} applied: {applied}", flush=True)
             slow = profile in profiles.REFERENCE_PROFILES
@@ -275,6 +276,7 @@ def main() -> int:
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(json.dumps(results, indent=1) + "\n")
     finally:
+        lablib.wait_for(lablib.lab_is_up, timeout=300, interval=2, what="kube-apiserver ready")
         lablib.reset_lab(timeout=300)
         default = profiles.profile_settings("kubernetes-default")
         lab_profile.apply(default)

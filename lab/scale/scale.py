@@ -44,7 +44,7 @@ ETCD = CACHE / "etcd" / ETCD_VERSION / "bin" / "etcd"
 KWOK = CACHE / "kwok" / KWOK_VERSION / "bin" / "kwok"
 
 STATE = REPO / "lab" / ".state" / "scale"
-ETCD_DATA = Path("/dev/shm/nodeguard-scale-etcd")
+ETCD_DATA = Path(os.environ.get("NODEGUARD_SCALE_ETCD_DATA", "/dev/shm/nodeguard-scale-etcd"))
 API_PORT = 26443
 ETCD_CLIENT = "http://127.0.0.1:22379"
 ETCD_PEER = "http://127.0.0.1:22380"
@@ -264,10 +264,10 @@ def api():
     return client.CoreV1Api(api_client)
 
 
-def wait_ready(timeout: float = 180) -> None:
+def wait_ready(timeout: float = 400) -> None:
     deadline = time.monotonic() + timeout
     while True:
-        result = subprocess.run([str(K8S_BIN / "kubectl"), f"--kubeconfig={kubeconfig()}", "--request-timeout=3s",
+        result = subprocess.run([str(K8S_BIN / "kubectl"), f"--kubeconfig={kubeconfig()}", "--request-timeout=10s",
                                  "get", "--raw", "/readyz"], capture_output=True, text=True)
         if result.returncode == 0:
             return
@@ -396,13 +396,15 @@ def apply_profile(profile: str) -> None:
         "kube-controller-manager": controller_manager_command(settings),
         "kwok": kwok_command(settings, profile),
     }
-    if running_command("kube-apiserver") != wanted["kube-apiserver"]:
-        stop("kube-apiserver")
-        start("kube-apiserver", wanted["kube-apiserver"])
-    wait_ready()
-    if any(running_command(c) != wanted[c] for c in ("kube-controller-manager", "kwok")):
+    if any(running_command(c) != wanted[c] for c in wanted):
+        # Quiet the heartbeats first: an apiserver restarting under 1000 nodes' writes may not
+        # answer /readyz for minutes on a busy machine.
         stop("kube-controller-manager")
         stop("kwok")
+        if running_command("kube-apiserver") != wanted["kube-apiserver"]:
+            stop("kube-apiserver")
+            start("kube-apiserver", wanted["kube-apiserver"])
+        wait_ready()
         leases = coordination()
         leases.delete_collection_namespaced_lease("kube-node-lease")
         start("kwok", wanted["kwok"])
