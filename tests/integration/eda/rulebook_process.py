@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[3]
 RULEBOOK = REPO / "extensions" / "eda" / "rulebooks" / "node-failover.yml"
 DEFAULT_VARS = REPO / "extensions" / "eda" / "vars" / "node-failover.yml"
 VENV_BIN = REPO / ".venv" / "bin"
-STARTUP_TIMEOUT = 90  # the JVM and the Drools session take a few seconds on a busy machine
+STARTUP_TIMEOUT = 300  # the JVM and the Drools session start slowly on a busy machine
 
 
 def free_port() -> int:
@@ -133,6 +133,7 @@ class RulebookProcess:
                 "-i",
                 str(inventory),
                 "--print-events",
+                "-v",  # the log explains a failed test
             ],
             cwd=workdir,
             env=process_env,

@@ -7,10 +7,14 @@ tested in test_rulebook_lab.py.
 Runs are sequential and events are handled in order, so "nothing ran for X" is checked by posting a
 control alert for another node afterwards and waiting for its run: once it is recorded, X's alert
 has been decided.
+
+One rulebook process serves the module (starting the JVM is the slow part); every test uses its
+own node names and resolves the nodes it took down, so the tests do not see each other's state.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Iterator
@@ -20,20 +24,19 @@ import pytest
 from rulebook_process import RulebookProcess, alert, webhook_payload
 
 HERE = Path(__file__).resolve().parent
-RUN_TIMEOUT = 120
+RUN_TIMEOUT = 300  # generous: the machine may be busy with the lab
+_control_nodes = (f"ng-control-{n}" for n in itertools.count())
 
 
-@pytest.fixture
-def records(tmp_path: Path) -> Path:
-    directory = tmp_path / "records"
-    directory.mkdir()
-    return directory
+@pytest.fixture(scope="module")
+def records(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("records")
 
 
-@pytest.fixture
-def rulebook(tmp_path: Path, records: Path) -> Iterator[RulebookProcess]:
+@pytest.fixture(scope="module")
+def rulebook(tmp_path_factory: pytest.TempPathFactory, records: Path) -> Iterator[RulebookProcess]:
     process = RulebookProcess(
-        tmp_path,
+        tmp_path_factory.mktemp("rulebook"),
         overrides={
             "nodeguard_outage_playbook": str(HERE / "playbooks" / "record-outage.yml"),
             "nodeguard_recover_playbook": str(HERE / "playbooks" / "record-recover.yml"),
@@ -61,8 +64,9 @@ def wait_for_run(rulebook: RulebookProcess, records: Path, action: str, node: st
         time.sleep(0.5)
 
 
-def decided_after_control(rulebook: RulebookProcess, records: Path, control_node: str = "ng-control") -> None:
+def decided_after_control(rulebook: RulebookProcess, records: Path) -> None:
     """Post a clean alert for another node and wait for its run: everything before it is decided."""
+    control_node = next(_control_nodes)
     assert rulebook.post(webhook_payload([alert(control_node)])) == 200
     wait_for_run(rulebook, records, "outage", control_node)
     # the control node is resolved again, so it does not count towards later storms
@@ -71,42 +75,45 @@ def decided_after_control(rulebook: RulebookProcess, records: Path, control_node
 
 
 def test_node_down_alert_runs_node_outage_for_that_node(rulebook: RulebookProcess, records: Path) -> None:
-    assert rulebook.post(webhook_payload([alert("ng-worker1")])) == 200
-    wait_for_run(rulebook, records, "outage", "ng-worker1")
-    (run,) = runs(records, "outage", "ng-worker1")
-    assert run["outage_nodes"] == ["ng-worker1"]
-    assert run["job_id"].startswith("eda:ng-worker1:")
+    assert rulebook.post(webhook_payload([alert("ng-a1")])) == 200
+    wait_for_run(rulebook, records, "outage", "ng-a1")
+    (run,) = runs(records, "outage", "ng-a1")
+    assert run["outage_nodes"] == ["ng-a1"]
+    assert run["job_id"].startswith("eda:ng-a1:")
+    assert rulebook.post(webhook_payload([alert("ng-a1", status="resolved")])) == 200
+    wait_for_run(rulebook, records, "recover", "ng-a1")
 
 
 def test_repeated_alert_runs_once(rulebook: RulebookProcess, records: Path) -> None:
-    first = webhook_payload([alert("ng-worker1")])
+    first = webhook_payload([alert("ng-b1")])
     for _attempt in range(3):  # Alertmanager re-sends a firing group at every group_interval/repeat_interval
         assert rulebook.post(first) == 200
     # the same node down again soon after (a new alert, new startsAt): inside the cool-down
-    assert rulebook.post(webhook_payload([alert("ng-worker1", starts_at="2026-11-22T03:05:00Z")])) == 200
+    assert rulebook.post(webhook_payload([alert("ng-b1", starts_at="2026-11-22T03:05:00Z")])) == 200
+    assert rulebook.post(webhook_payload([alert("ng-b1", status="resolved")])) == 200
     decided_after_control(rulebook, records)
-    assert len(runs(records, "outage", "ng-worker1")) == 1
+    assert len(runs(records, "outage", "ng-b1")) == 1
 
 
 def test_storm_remediates_nothing(rulebook: RulebookProcess, records: Path) -> None:
-    storm = [alert(node) for node in ("ng-worker1", "ng-worker2", "ng-worker3")]
+    storm = [alert(node) for node in ("ng-s1", "ng-s2", "ng-s3")]
     assert rulebook.post(webhook_payload(storm)) == 200
     # the storm is over for the control alert only once every storm node is resolved
     assert rulebook.post(webhook_payload([alert(a["labels"]["node"], status="resolved") for a in storm])) == 200
     decided_after_control(rulebook, records)
-    assert not list(records.glob("outage-ng-worker*"))
-    assert "nodeguard STORM: 3 nodes down" in rulebook.log()
+    assert not list(records.glob("outage-ng-s?-*"))
+    assert "nodeguard STORM: 3 nodes down (ng-s1, ng-s2, ng-s3)" in rulebook.log()
 
 
 def test_storm_counts_alerts_across_posts(rulebook: RulebookProcess, records: Path) -> None:
     # Alertmanager routes grouped by node send one POST per node: the third node is a storm.
-    for node in ("ng-worker1", "ng-worker2"):
+    for node in ("ng-d1", "ng-d2"):
         assert rulebook.post(webhook_payload([alert(node)])) == 200
         wait_for_run(rulebook, records, "outage", node)
-    assert rulebook.post(webhook_payload([alert("ng-worker3")])) == 200
-    assert rulebook.post(webhook_payload([alert(n, status="resolved") for n in ("ng-worker1", "ng-worker2", "ng-worker3")])) == 200
+    assert rulebook.post(webhook_payload([alert("ng-d3")])) == 200
+    assert rulebook.post(webhook_payload([alert(n, status="resolved") for n in ("ng-d1", "ng-d2", "ng-d3")])) == 200
     decided_after_control(rulebook, records)
-    assert runs(records, "outage", "ng-worker3") == []
+    assert runs(records, "outage", "ng-d3") == []
 
 
 def test_deny_and_allow_lists(rulebook: RulebookProcess, records: Path) -> None:
@@ -120,14 +127,14 @@ def test_deny_and_allow_lists(rulebook: RulebookProcess, records: Path) -> None:
 
 
 def test_resolved_alert_runs_node_recover(rulebook: RulebookProcess, records: Path) -> None:
-    assert rulebook.post(webhook_payload([alert("ng-worker2")])) == 200
-    wait_for_run(rulebook, records, "outage", "ng-worker2")
-    assert rulebook.post(webhook_payload([alert("ng-worker2", status="resolved")])) == 200
-    wait_for_run(rulebook, records, "recover", "ng-worker2")
-    assert runs(records, "recover", "ng-worker2")[0]["outage_nodes"] == ["ng-worker2"]
+    assert rulebook.post(webhook_payload([alert("ng-e1")])) == 200
+    wait_for_run(rulebook, records, "outage", "ng-e1")
+    assert rulebook.post(webhook_payload([alert("ng-e1", status="resolved")])) == 200
+    wait_for_run(rulebook, records, "recover", "ng-e1")
+    assert runs(records, "recover", "ng-e1")[0]["outage_nodes"] == ["ng-e1"]
 
 
 def test_wrong_token_is_refused_and_changes_nothing(rulebook: RulebookProcess, records: Path) -> None:
-    assert rulebook.post(webhook_payload([alert("ng-worker1")]), token="not-the-token") == 401
+    assert rulebook.post(webhook_payload([alert("ng-f1")]), token="not-the-token") == 401
     decided_after_control(rulebook, records)
-    assert runs(records, "outage", "ng-worker1") == []
+    assert runs(records, "outage", "ng-f1") == []
