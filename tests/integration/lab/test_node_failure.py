@@ -101,6 +101,11 @@ def power_off_and_wait_unreachable(lab, node: str) -> None:
                  what=f"{node} unreachable taints")
 
 
+def assert_still_off(lab, node: str) -> None:
+    """The lab is shared: a node powered on by another session would explain what follows."""
+    assert lab.container_state(node) != "running", f"{node} was powered on by someone else during the test"
+
+
 def add_out_of_service_taint(lab, node: str) -> None:
     lab.kubectl("taint", "node", node, f"{OUT_OF_SERVICE}=nodeshutdown:NoExecute")
 
@@ -309,6 +314,7 @@ def test_statefulset_pod_stays_terminating_until_the_out_of_service_taint(lab, p
     deadline = time.monotonic() + HOLD_SECONDS
     while time.monotonic() < deadline:
         current = core.read_namespaced_pod(pod_name, NAMESPACE)
+        assert_still_off(lab, node)
         assert current.metadata.uid == old_uid and current.metadata.deletion_timestamp
         assert attached_to(lab, probe["pv"], node)
         time.sleep(1)
@@ -353,6 +359,7 @@ def test_force_deleted_pod_keeps_its_volume_until_the_out_of_service_taint(lab, 
     assert replacement.spec.node_name != node
     deadline = time.monotonic() + HOLD_SECONDS
     while time.monotonic() < deadline:
+        assert_still_off(lab, node)
         assert attached_to(lab, probe["pv"], node), "volume detached from an unhealthy node that still uses it"
         assert not pod_is_ready(core.read_namespaced_pod(pod_name, NAMESPACE)), "replacement started without its volume"
         time.sleep(1)
