@@ -36,7 +36,7 @@ else
   # kubernetes-default and seed-001 wait the default 300s toleration before the Deployment pod
   # moves: fewer runs keep the whole benchmark within about two hours.
   timeline_slow=(--runs 2)
-  incident_args=(--nodes 1000 --pods 30000 --on-node 110)
+  incident_args=(--nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default)
 fi
 
 echo "bench: control-plane cost (scale mode)"
