@@ -12,9 +12,21 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 demo: setup lab-up
 	ansible-playbook -i lab/.state/inventory.yml playbooks/tune-failover.yml -e failover_preset=fast
 
-## test: set up and run every test
+## test: set up and run every test part; a failing part does not stop the others.
+## Ends with one summary line per part and exits non-zero if any part failed.
+TEST_PARTS := test-unit test-lint test-sanity test-release test-molecule test-integration
 test: setup
-	$(MAKE) test-unit test-lint test-sanity test-release test-molecule test-integration
+	failed=0
+	summary=()
+	for part in $(TEST_PARTS); do
+	  echo "=== make $$part"
+	  started=$$(date +%s)
+	  if $(MAKE) --no-print-directory $$part; then result=ok; else result=FAILED; failed=1; fi
+	  summary+=("$$(printf '%-17s %-6s %5ss' "$$part" "$$result" "$$(( $$(date +%s) - started ))")")
+	done
+	echo "=== make test summary"
+	printf '  %s\n' "$${summary[@]}"
+	exit $$failed
 
 setup:
 	scripts/setup.sh
