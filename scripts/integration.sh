@@ -13,7 +13,8 @@ lab_sh=$repo/lab/scripts/lab.sh
 leftovers() {
   podman ps -a --format '{{.Names}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher)$' || true
   if podman network exists nodeguard-lab; then echo "network nodeguard-lab"; fi
-  # Only the lab's own BMC processes (their state is lab/.state/bmc); tests run private ones elsewhere.
+  # The lab's own BMC processes, Redfish and each node's ipmi_sim (all name files under lab/.state/bmc);
+  # tests run private ones elsewhere.
   pgrep -af "$repo/lab/.state/bmc" || true
 }
 

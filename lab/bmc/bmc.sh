@@ -23,6 +23,8 @@ ipmi_port=${NODEGUARD_BMC_IPMI_PORT:-6230}
 python=${NODEGUARD_PYTHON:-$repo/.venv/bin/python}
 pids=$state/pids
 cert_days=30
+# Generous: the first start on a busy machine (Python imports, podman calls) can take many seconds.
+ready_timeout=${NODEGUARD_BMC_READY_TIMEOUT:-180}
 
 say() { echo "bmc: $*"; }
 die() { echo "bmc: error: $*" >&2; exit 1; }
@@ -117,18 +119,32 @@ up_to_date() {
   running_pid "$service" > /dev/null && [ "$(cat "$pids/$service.hash")" = "$(sha256sum "$config" | cut -d' ' -f1)" ]
 }
 
-# wait_ready SERVICE LOG PROBE...: until PROBE succeeds; fails if the process dies or 20 s pass.
+# wait_ready SERVICE LOG PROBE...: until our process answers PROBE; fails when it exits or $ready_timeout s pass.
+# Right after the fork /proc/PID/cmdline is still bmc.sh's own (the exec has not happened yet, which on a
+# busy machine takes a while): a process that does not match yet is starting, not gone. Gone = dead or zombie.
 wait_ready() {
-  local service=$1 log=$2
+  local service=$1 log=$2 pid deadline=$((SECONDS + ready_timeout))
   shift 2
-  for _ in $(seq 100); do
-    running_pid "$service" > /dev/null || { tail -n 20 "$log" >&2; rm -f "$pids/$service".*; die "$service exited (log: $log)"; }
-    "$@" > /dev/null 2>&1 && return 0
+  pid=$(cat "$pids/$service.pid")
+  until running_pid "$service" > /dev/null && "$@" > /dev/null 2>&1; do
+    if ! alive "$pid"; then
+      show_log "$log"
+      rm -f "$pids/$service".{pid,cmd,hash}
+      die "$service exited (log: $log)"
+    fi
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      show_log "$log"
+      kill -9 "$pid" 2>/dev/null || true  # alive 0.2 s ago and started by us: not a reused pid
+      rm -f "$pids/$service".{pid,cmd,hash}
+      die "$service did not answer within $ready_timeout s (log: $log)"
+    fi
     sleep 0.2
   done
-  tail -n 20 "$log" >&2
-  stop_processes "$service"
-  die "$service did not answer within 20 s (log: $log)"
+}
+
+# The end of a service's log for an error message; a process that died before its first line has none.
+show_log() {
+  if [ -s "$1" ]; then tail -n 20 "$1" >&2; else echo "bmc: (no output in $1)" >&2; fi
 }
 
 # --- clients, credentials never on a command line (ps would show them) ----------------------
@@ -140,14 +156,16 @@ ipmi_port_of() {
 
 redfish_get() {
   printf 'user = "%s:%s"\n' "$(credential username)" "$(credential password)" |
-    curl --silent --show-error --fail --max-time 5 --cacert "$state/ca.crt" -K - \
+    curl --silent --show-error --fail --max-time 60 --cacert "$state/ca.crt" -K - \
       "https://$listen_ip:$redfish_port$1"
 }
 
-ipmi_power() {  # ipmi_power NODE status|on|off
+# ipmi_sim runs every copy of a request it gets and answers only when the container changed state:
+# one long wait, no retransmission (a retransmitted reset would restart the container again).
+ipmi_power() {  # ipmi_power NODE status|on|off [SECONDS to wait for the answer, default 60]
   local port
   port=$(ipmi_port_of "$1") || return 1
-  IPMI_PASSWORD=$(credential password) ipmitool -I lanplus -C 3 -N 1 -R 2 -H "$listen_ip" -p "$port" \
+  IPMI_PASSWORD=$(credential password) ipmitool -I lanplus -C 3 -N "${3:-60}" -R 1 -H "$listen_ip" -p "$port" \
     -U "$(credential username)" -E chassis power "$2"
 }
 
@@ -177,7 +195,8 @@ ensure_ipmi() {
   mkdir -p "$dir/sim-state"
   start_process "ipmi-$node" "$config" "$log" "-c $config" \
     ipmi_sim -n -c "$config" -f "$here/ipmi_bmc.emu" -s "$dir/sim-state"
-  wait_ready "ipmi-$node" "$log" ipmi_power "$node" status
+  # Short waits: a request sent just before the simulator binds its port is lost, not refused.
+  wait_ready "ipmi-$node" "$log" ipmi_power "$node" status 3
   say "IPMI for $node up on $listen_ip:$(ipmi_port_of "$node")/udp (pid $(running_pid "ipmi-$node"))"
 }
 

@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parents[3]
 BMC_SH = REPO / "lab" / "bmc" / "bmc.sh"
 # A few MB: /bin/sleep and its libraries. The BMC only cares about the container's lifecycle.
 TEST_IMAGE = "localhost/nodeguard-bmctest:tiny"
+# ipmi_sim answers a chassis command only once the container has changed state, and executes every
+# copy of a request it receives: a client that retransmits after 1 s, while a busy machine takes
+# 4 s to restart a container, gets its reset done three times and may give up. Wait long, send once.
+IPMITOOL_PATIENCE = ("-N", "60", "-R", "1")
 
 
 def free_port() -> int:
@@ -93,7 +97,7 @@ class Bmc:
 
     def sh(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [str(BMC_SH), *args], env=self.env, capture_output=True, text=True, check=check, timeout=120
+            [str(BMC_SH), *args], env=self.env, capture_output=True, text=True, check=check, timeout=600
         )
 
     @property
@@ -120,7 +124,7 @@ class Bmc:
         """ipmitool over IPMI 2.0 (lanplus); the password goes through the environment (-E)."""
         ipmi = self.endpoints[node]["bmc_ipmi"]
         return subprocess.run(
-            ["ipmitool", "-I", "lanplus", "-C", str(ipmi["cipher"]), "-N", "1", "-R", "2",
+            ["ipmitool", "-I", "lanplus", "-C", str(ipmi["cipher"]), *IPMITOOL_PATIENCE,
              "-H", ipmi["address"], "-p", str(ipmi["port"]), "-U", ipmi["username"], "-E", *command],
             env={**os.environ, "IPMI_PASSWORD": password or ipmi["password"]},
             capture_output=True, text=True, timeout=60, check=False,
@@ -130,5 +134,7 @@ class Bmc:
 def start_bmc(state_dir: Path, nodes: list[str]) -> Bmc:
     bmc = Bmc(state_dir=state_dir, port=free_port(), ipmi_port=free_udp_ports(len(nodes) + 2), nodes=nodes)  # room to add nodes
     result = bmc.sh("up", *nodes, check=False)
-    assert result.returncode == 0, f"bmc.sh up failed:\n{result.stdout}\n{result.stderr}"
+    if result.returncode != 0:
+        bmc.sh("down", check=False)  # what did start (Redfish, earlier simulators) must not outlive the test
+        raise AssertionError(f"bmc.sh up failed:\n{result.stdout}\n{result.stderr}")
     return bmc

@@ -19,6 +19,8 @@ import requests
 from bmclib import REPO, Bmc, container_status, free_port, podman, start_bmc
 
 FENCE_REDFISH = "/usr/sbin/fence_redfish"
+# Seconds a request may take: every request checks a bcrypt hash and asks podman, slow on a busy machine.
+HTTP_TIMEOUT = 60
 
 
 def system_url(bmc, node: str) -> str:
@@ -26,7 +28,7 @@ def system_url(bmc, node: str) -> str:
 
 
 def power_state(bmc, node: str) -> str:
-    response = requests.get(system_url(bmc, node), auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+    response = requests.get(system_url(bmc, node), auth=bmc.auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT)
     response.raise_for_status()
     return response.json()["PowerState"]
 
@@ -110,7 +112,7 @@ def test_power_on_starts_the_container(bmc, node):
 def test_graceful_shutdown_stops_the_container(bmc, node):
     response = reset(bmc, node, "GracefulShutdown")
     assert response.status_code == 204, response.text
-    wait_for(lambda: container_status(node) == "exited", timeout=40)
+    wait_for(lambda: container_status(node) == "exited", timeout=180)  # podman stop --time 30, then load
     assert power_state(bmc, node) == "Off"
 
 
@@ -142,12 +144,12 @@ def test_unsupported_reset_type_is_refused(bmc, node):
 
 
 def test_unknown_system_is_404(bmc):
-    response = requests.get(system_url(bmc, "no-such-node"), auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+    response = requests.get(system_url(bmc, "no-such-node"), auth=bmc.auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT)
     assert response.status_code == 404
 
 
 def test_systems_are_listed_by_node_name(bmc):
-    response = requests.get(f"{bmc.base_url}/redfish/v1/Systems", auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+    response = requests.get(f"{bmc.base_url}/redfish/v1/Systems", auth=bmc.auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT)
     members = [m["@odata.id"] for m in response.json()["Members"]]
     assert members == [f"/redfish/v1/Systems/{n}" for n in sorted(bmc.nodes)]
 
@@ -172,7 +174,7 @@ def test_no_linked_resource_fails_with_a_server_error(bmc, node):
         if path in seen or not path.startswith("/redfish/"):
             continue
         seen.add(path)
-        response = requests.get(bmc.base_url + path, auth=bmc.auth, verify=bmc.ca_cert, timeout=10)
+        response = requests.get(bmc.base_url + path, auth=bmc.auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT)
         if response.status_code >= 500 and response.status_code != 501:
             errors.append(f"{path}: {response.status_code} {response.text[:200]}")
         elif response.ok:
@@ -185,11 +187,11 @@ def test_no_linked_resource_fails_with_a_server_error(bmc, node):
 
 @pytest.mark.parametrize("auth", [None, ("nodeguard-lab", "wrong-password"), ("someone-else", "x")])
 def test_wrong_or_missing_credentials_get_401(bmc, node, auth):
-    response = requests.get(system_url(bmc, node), auth=auth, verify=bmc.ca_cert, timeout=10)
+    response = requests.get(system_url(bmc, node), auth=auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT)
     assert response.status_code == 401
     response = requests.post(
         f"{system_url(bmc, node)}/Actions/ComputerSystem.Reset",
-        json={"ResetType": "ForceOff"}, auth=auth, verify=bmc.ca_cert, timeout=10,
+        json={"ResetType": "ForceOff"}, auth=auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT,
     )
     assert response.status_code == 401
     assert container_status(node) == "running"
@@ -197,7 +199,7 @@ def test_wrong_or_missing_credentials_get_401(bmc, node, auth):
 
 def test_certificate_is_not_trusted_without_the_lab_ca(bmc, node):
     with pytest.raises(requests.exceptions.SSLError):
-        requests.get(system_url(bmc, node), auth=bmc.auth, verify=True, timeout=10)
+        requests.get(system_url(bmc, node), auth=bmc.auth, verify=True, timeout=HTTP_TIMEOUT)
 
 
 def test_certificate_names_the_loopback_address(bmc):
