@@ -1,5 +1,5 @@
 """The rulebook end to end on the lab: a real ansible-rulebook process, real Alertmanager payloads,
-the real node-outage and node-recover playbooks, real power-off through the lab's BMC.
+the real node-outage and node-recover playbooks (by FQCN, as shipped), real power-off through the lab's BMC.
 
 A worker that runs a db pod (StatefulSet, RWO CSI volume) is powered off. Once it is NotReady with a
 stale Lease (what Prometheus would see before NodeguardNodeDown fires), the alert is posted: the
@@ -82,12 +82,8 @@ def rulebook(lab, tmp_path: Path) -> Iterator[RulebookProcess]:
     (inventory / "20-timings.yml").write_text(yaml.safe_dump({"all": {"vars": LAB_TIMINGS}}))
     process = RulebookProcess(
         tmp_path,
-        overrides={
-            # by path: ansible-rulebook copies the playbook's directory, so its imports resolve
-            "nodeguard_outage_playbook": str(REPO / "playbooks" / "node-outage.yml"),
-            "nodeguard_recover_playbook": str(REPO / "playbooks" / "node-recover.yml"),
-            "nodeguard_storm_max_nodes": 1,
-        },
+        # the shipped defaults: nodeguard.failover.node_outage / node_recover by FQCN
+        overrides={"nodeguard_storm_max_nodes": 1},
         inventory=inventory,
     )
     yield process
