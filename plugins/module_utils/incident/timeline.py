@@ -8,8 +8,8 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times 
 
 _MILESTONES = (
     ("first_not_ready", None, "node NotReady (first seen)"),
-    ("steps", "prove", "power-off proven"),
     ("steps", "fence", "fenced (powered off)"),
+    ("steps", "prove", "power-off proven"),
     ("steps", "taint", "out-of-service taint added"),
     ("steps", "delete-pods", "remaining pods force-deleted"),
     ("steps", "detach-volumes", "volumes detached"),
