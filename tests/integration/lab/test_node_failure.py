@@ -288,6 +288,7 @@ def test_deployment_pods_are_evicted_after_their_toleration_and_rescheduled(lab,
     # DaemonSet pods tolerate unreachable without a time limit: the agent stays.
     agents = [p for p in pods(lab, "app=agent") if p.spec.node_name == node]
     assert agents and all(p.metadata.deletion_timestamp is None for p in agents)
+
     # The Service sends traffic only to the replacements (EndpointSlice controller).
     def ready_endpoint_nodes() -> list[str]:
         slices = client.DiscoveryV1Api(lab.api_client()).list_namespaced_endpoint_slice(
