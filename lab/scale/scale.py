@@ -268,7 +268,7 @@ def wait_ready(timeout: float = 400) -> None:
     deadline = time.monotonic() + timeout
     while True:
         result = subprocess.run([str(K8S_BIN / "kubectl"), f"--kubeconfig={kubeconfig()}", "--request-timeout=10s",
-                                 "get", "--raw", "/readyz"], capture_output=True, text=True)
+                                 "get", "--raw", "/readyz"], capture_output=True, text=True, check=False)
         if result.returncode == 0:
             return
         if time.monotonic() > deadline:
