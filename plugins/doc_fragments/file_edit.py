@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Options and attributes shared by every nodeguard.failover module that edits a file.
 
 The matching argument spec is FILE_EDIT_ARGUMENT_SPEC in plugins/module_utils/files.py.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Cluster connection options shared by every module that talks to the Kubernetes API.
 
 The matching argument spec is K8S_AUTH_ARGUMENT_SPEC in plugins/module_utils/k8s/args.py.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The out-of-band power option shared by node_power, node_outage and node_recover.
 
 The matching argument spec is POWER_ARGUMENT_SPEC in plugins/module_utils/power/args.py.

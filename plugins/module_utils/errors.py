@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Copyright: nodeguard.failover contributors
-# Apache License 2.0 (see LICENSE)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The one exception hierarchy of the collection: modules catch NodeguardError once."""
 
 from __future__ import annotations

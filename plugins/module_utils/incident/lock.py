@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Per-node lock: a coordination.k8s.io Lease named after the node, held by a job id, with a TTL.
 
 A job that crashed leaves a Lease that expires after the TTL; the same job id may take it over at once,

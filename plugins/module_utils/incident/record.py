@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The incident record kept on the Node, and the resume state machine that reads it.
 
 The record is one JSON annotation (``failover.nodeguard.io/incident``) plus a short phase annotation

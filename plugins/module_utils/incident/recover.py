@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Remove the out-of-service taint once the node is really back, and close the incident record.
 
 All must hold first: out-of-band power reads On; the node is Ready, with a fresh Lease, for at least

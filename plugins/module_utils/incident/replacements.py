@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Did every StatefulSet and Deployment pod that was on the dead node get a Ready replacement elsewhere?
 
 A StatefulSet pod's replacement has the same name and a new uid. A Deployment pod's replacement is any

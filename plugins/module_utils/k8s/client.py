@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Build a kubernetes.client.ApiClient from kubernetes.core-style connection options.
 
 Precedence, as in kubernetes.core: an explicit host/api_key/cert option wins over the kubeconfig;

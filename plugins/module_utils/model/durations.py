@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Go duration strings ("4s", "1m0s", "750ms") to seconds and back.
 
 Kubernetes components parse durations with Go's time.ParseDuration, and print them with

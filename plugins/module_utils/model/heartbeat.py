@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The two heartbeat paths and what they cost the apiserver and etcd.
 
 The node lifecycle controller refreshes a node's probe time whenever it sees either a newer

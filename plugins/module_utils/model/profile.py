@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The two entry points: build a profile from a preset or targets, and predict the timeline of a cluster.
 
 Output shape (docs/architecture.md): preset, kubernetes_version, settings, timeline, load, plus

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every out-of-band power source returns, and the fence loop shared by all of them.
 
 A reader has ``method`` (its name), ``status()`` -> PowerReading, ``power_off()`` and ``power_on()``.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """A ClusterLabs fence agent (fence_redfish, fence_ipmilan, ...), the agents Pacemaker and medik8s run.
 
 Options go to the agent on stdin as key=value lines (the agents' stonith interface), so the password

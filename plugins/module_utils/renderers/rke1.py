@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """RKE1 cluster.yml: flags live in ``services.<service>.extra_args`` as a map ``flag: "value"``.
 
 ``rke up`` applies the file to the cluster; this renderer only edits the document.

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Comment-preserving YAML round trip (ruamel.yaml), shared by every renderer.
 
 Configuration files belong to their owners: a round trip must keep comments, key order,

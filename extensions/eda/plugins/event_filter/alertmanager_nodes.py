@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ansible-rulebook event filter: one Alertmanager webhook POST -> one event per node alert.
 
 Alertmanager sends every alert of a group in one POST (``payload.alerts``). The rulebook decides
