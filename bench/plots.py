@@ -46,13 +46,18 @@ def timeline_chart(profile: str, entries: list[dict], path: Path) -> None:
     plt.close(figure)
 
 
-def cost_chart(cost: list[dict], path: Path) -> None:
+def cost_chart(cost: list[dict], path: Path, requested: dict | None = None) -> None:
+    """requested: {(profile, nodes): heartbeat writes/s the profile asks for}, drawn dashed."""
     profiles = list(dict.fromkeys(c["profile"] for c in cost))
     figure, (writes, payload) = plt.subplots(1, 2, figsize=(11, 4.2))
     for profile in profiles:
         mine = sorted((c for c in cost if c["profile"] == profile), key=lambda c: c["nodes"])
         nodes = [c["nodes"] for c in mine]
-        writes.plot(nodes, [c["write_rps"] for c in mine], marker="o", label=profile)
+        line, = writes.plot(nodes, [c["write_rps"] for c in mine], marker="o", label=f"{profile} (measured)")
+        if requested:
+            asked = [requested.get((profile, n)) for n in nodes]
+            if all(a is not None for a in asked):
+                writes.plot(nodes, asked, linestyle="--", color=line.get_color(), alpha=0.6)
         payload.plot(nodes, [c["write_bytes_per_s"] / 1024 for c in mine], marker="o", label=profile)
     for axes, title in ((writes, "apiserver write requests/s"), (payload, "apiserver write request bodies, KiB/s")):
         axes.set_xscale("log")
@@ -60,14 +65,14 @@ def cost_chart(cost: list[dict], path: Path) -> None:
         axes.set_xlabel("simulated nodes (kwok)")
         axes.set_title(title)
         axes.grid(True, which="both", alpha=0.3)
-    writes.legend(fontsize=8)
-    figure.suptitle("Control-plane write cost per profile (measured, 60s windows)")
+    writes.legend(fontsize=7)
+    figure.suptitle("Control-plane write cost per profile (measured, 60s windows; dashed: requested heartbeat writes/s)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
-def draw_all(results: dict, out_dir: Path) -> list[Path]:
+def draw_all(results: dict, out_dir: Path, requested: dict | None = None) -> list[Path]:
     written = []
     for profile in dict.fromkeys(e["profile"] for e in results["timelines"]):
         path = out_dir / f"timeline-{profile}.png"
@@ -75,6 +80,6 @@ def draw_all(results: dict, out_dir: Path) -> list[Path]:
         written.append(path)
     if results["cost"]:
         path = out_dir / "cost.png"
-        cost_chart(results["cost"], path)
+        cost_chart(results["cost"], path, requested)
         written.append(path)
     return written

@@ -238,8 +238,8 @@ def main() -> int:
     raw = args.out / "raw"
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    plots.draw_all(results, args.out)
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
+    plots.draw_all(results, args.out, {(r["profile"], r["nodes"]): r["requested_heartbeat_rps"] for r in raw_cost})
     raw_incident = json.loads((raw / "incident.json").read_text()) if (raw / "incident.json").exists() else None
     readme = args.out / "README.md"
     findings = "## Findings\n\n(to be written from the measurements)"

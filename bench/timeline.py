@@ -264,7 +264,9 @@ def main() -> int:
     try:
         for profile in args.profiles:
             settings = profiles.profile_settings(profile, node_count=4)
-            lablib.reset_lab(timeout=300)  # the last run's node may still be off
+            # An earlier invocation may have just restarted the apiserver; the last run's node may still be off.
+            lablib.wait_for(lablib.lab_is_up, timeout=300, interval=2, what="kube-apiserver ready")
+            lablib.reset_lab(timeout=300)
             applied = lab_profile.apply(settings)
             print(f"timeline: profile {profile} applied: {applied}", flush=True)
             slow = profile in profiles.REFERENCE_PROFILES
