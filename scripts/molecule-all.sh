@@ -16,6 +16,11 @@ if [ $# -gt 0 ]; then
 else
   mapfile -t scenarios < <(find molecule -mindepth 2 -maxdepth 2 -name molecule.yml -printf '%h\n' | xargs -n1 basename | sort)
 fi
+# Scenarios marked molecule/<s>/requires-lab run against the lab from tests/integration, not here.
+for i in "${!scenarios[@]}"; do
+  [ -e "molecule/${scenarios[$i]}/requires-lab" ] && { echo "molecule-all: skip ${scenarios[$i]} (needs the lab)"; unset 'scenarios[i]'; }
+done
+scenarios=("${scenarios[@]}")
 
 destroy_all() {
   # Nothing left (every scenario ends with destroy): skip the slow per-scenario destroy.
