@@ -112,7 +112,7 @@ def test_broken_flag_keeps_controller_manager_unhealthy_until_rolled_back(lab):
     lab.wait_for(lambda: "unknown flag: --no-such-flag-for-the-lab" in lab.cp_exec(
         "journalctl", "-u", f"{KCM}.service", "--no-pager", "-n", "50").stdout, timeout=60,
         what="the KCM failing on the unknown flag")
-    for _ in range(10):
+    for _unused in range(10):
         assert not lab.component_healthy(KCM), "a KCM with an unknown flag must never report healthy"
         time.sleep(1)
 

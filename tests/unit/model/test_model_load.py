@@ -30,7 +30,7 @@ def test_defaults_heartbeat_on_the_lease_every_10s():
 
 
 def test_explicit_update_frequency_drags_the_report_frequency():
-    timings, problems, _ = read_settings(SEED_001, V135)
+    timings, problems, _unused = read_settings(SEED_001, V135)
     assert problems == []
     assert timings.node_status_report_frequency == 1
     assert heartbeat_path(timings) == "node-status"
@@ -38,7 +38,7 @@ def test_explicit_update_frequency_drags_the_report_frequency():
 
 def test_explicit_report_frequency_is_kept():
     settings = {"kubelet": {"nodeStatusUpdateFrequency": "1s", "nodeStatusReportFrequency": "5m0s"}}
-    timings, _, _ = read_settings(settings, V135)
+    timings, _unused, _unused = read_settings(settings, V135)
     assert timings.node_status_report_frequency == 300
 
 

@@ -15,7 +15,7 @@ def test_filter_names():
 
 @pytest.mark.parametrize("fixture", ["kubeadm-cluster-config-v1beta3.yaml", "kubeadm-cluster-config-v1beta4.yaml"])
 def test_kubeadm_merge_is_idempotent_and_returns_input_when_unchanged(fixture, load):
-    _, text = load(fixture)
+    _unused, text = load(fixture)
     merged = cluster_config.kubeadm_cluster_config_merge(
         text, {"node-monitor-grace-period": "20s"}, {"default-unreachable-toleration-seconds": "30"},
         controller_manager_feature_gates={"NodeOutOfServiceVolumeDetach": True},
@@ -30,8 +30,8 @@ def test_kubeadm_merge_is_idempotent_and_returns_input_when_unchanged(fixture, l
 
 
 def test_kubeadm_merge_shapes_differ_by_api_version(load):
-    _, v3 = load("kubeadm-cluster-config-v1beta3.yaml")
-    _, v4 = load("kubeadm-cluster-config-v1beta4.yaml")
+    _unused, v3 = load("kubeadm-cluster-config-v1beta3.yaml")
+    _unused, v4 = load("kubeadm-cluster-config-v1beta4.yaml")
     flags = {"node-monitor-period": "2s"}
     assert "controllerManager:\n  extraArgs:\n    node-monitor-period: 2s\n" in cluster_config.kubeadm_cluster_config_merge(v3, flags)
     assert "  - name: node-monitor-period\n    value: 2s\n" in cluster_config.kubeadm_cluster_config_merge(v4, flags)
@@ -44,13 +44,13 @@ def test_kubeadm_merge_errors_become_filter_errors(load):
         cluster_config.kubeadm_cluster_config_merge("kind: [\n", {"a": "1"})
     with pytest.raises(AnsibleFilterError, match="expected the YAML text"):
         cluster_config.kubeadm_cluster_config_merge({"kind": "ClusterConfiguration"}, {"a": "1"})
-    _, text = load("kubeadm-cluster-config-v1beta4.yaml")
+    _unused, text = load("kubeadm-cluster-config-v1beta4.yaml")
     with pytest.raises(AnsibleFilterError, match="not both"):
         cluster_config.kubeadm_cluster_config_merge(text, {"feature-gates": "A=true"}, None, {"B": True})
 
 
 def test_kubelet_merge(load):
-    _, text = load("kubelet-config.yaml")
+    _unused, text = load("kubelet-config.yaml")
     merged = cluster_config.kubelet_config_merge(text, {"nodeStatusUpdateFrequency": "4s"})
     assert "nodeStatusUpdateFrequency: 4s\n" in merged
     assert cluster_config.kubelet_config_merge(merged, {"nodeStatusUpdateFrequency": "4s"}) is merged

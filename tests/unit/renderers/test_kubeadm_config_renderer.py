@@ -31,7 +31,7 @@ def test_v1beta4_lists(load):
 
 
 def test_v1beta4_removal_and_feature_gates(load):
-    document, _ = load("kubeadm-cluster-config-v1beta4.yaml")
+    document, _unused = load("kubeadm-cluster-config-v1beta4.yaml")
     rendered = kubeadm_config.render(document, {"bind-address": None, "feature-gates": {"A": True}}, None, "cc")
     assert [dict(item) for item in rendered.document["controllerManager"]["extraArgs"]] == [{"name": "feature-gates", "value": "A=true"}]
 

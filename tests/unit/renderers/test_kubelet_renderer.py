@@ -31,14 +31,14 @@ def test_sets_changes_and_merges(load):
 
 
 def test_second_apply_is_no_change(load):
-    document, _ = load("kubelet-config.yaml")
+    document, _unused = load("kubelet-config.yaml")
     settings = {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20, "featureGates": {"A": True}}
     once = kubelet.render(document, settings, SOURCE).document
     assert kubelet.render(once, settings, SOURCE).changes == []
 
 
 def test_null_removes_field_and_gate(load):
-    document, _ = load("kubelet-config.yaml")
+    document, _unused = load("kubelet-config.yaml")
     rendered = kubelet.render(document, {"shutdownGracePeriod": None, "featureGates": {"GracefulNodeShutdown": None}}, SOURCE)
     assert "shutdownGracePeriod" not in rendered.document
     assert dict(rendered.document["featureGates"]) == {}
@@ -60,7 +60,7 @@ def test_null_removes_field_and_gate(load):
     ],
 )
 def test_wrong_types_are_refused(load, settings, message):
-    document, _ = load("kubelet-config.yaml")
+    document, _unused = load("kubelet-config.yaml")
     with pytest.raises(FileEditError, match=message):
         kubelet.render(document, settings, SOURCE)
 
@@ -79,7 +79,7 @@ def test_empty_document_becomes_a_typed_drop_in():
 
 
 def test_read_settings_treats_zero_as_default(load):
-    document, _ = load("kubelet-config.yaml")
+    document, _unused = load("kubelet-config.yaml")
     assert kubelet.read_settings(document, SOURCE) == {
         "shutdownGracePeriod": "30s",
         "shutdownGracePeriodCriticalPods": "10s",

@@ -35,7 +35,7 @@ def test_edits_lists_in_place_and_keeps_comments_and_quotes(load):
 
 
 def test_unchanged_string_value_stays_a_string(load):
-    document, _ = load("rke2-config.yaml")
+    document, _unused = load("rke2-config.yaml")
     assert rancher.render(document, {"kubelet-arg": {"max-pods": "200"}}, "config.yaml").changes == []
 
 
@@ -51,7 +51,7 @@ def test_drop_in_uses_append_keys_and_removes_empty_lists():
 
 
 def test_merge_files_follows_replace_and_append_rules(load):
-    base, _ = load("rke2-config.yaml")
+    base, _unused = load("rke2-config.yaml")
     drop_in = yamldoc.load("kube-controller-manager-arg+:\n  - node-monitor-grace-period=20s\nkubelet-arg:\n  - a=b\n", "d")
     merged = rancher.merge_files([("config.yaml", base), ("d", drop_in)])
     assert merged["kube-controller-manager-arg"]["node-monitor-grace-period"] == ["40s", "20s"]

@@ -34,7 +34,7 @@ def test_creates_missing_extra_args_and_keeps_the_rest(load):
 
 
 def test_read_settings(load):
-    document, _ = load("rke1-cluster.yml")
+    document, _unused = load("rke1-cluster.yml")
     settings = rke1.read_settings(document, "cluster.yml")
     assert settings["kube-api"] == {"audit-log-path": ["/var/log/kube-audit/audit-log.json"], "audit-log-maxage": ["30"]}
     assert settings["kube-controller"] == {}
@@ -42,7 +42,7 @@ def test_read_settings(load):
 
 
 def test_unknown_service_and_wrong_types(load):
-    document, _ = load("rke1-cluster.yml")
+    document, _unused = load("rke1-cluster.yml")
     with pytest.raises(FileEditError, match="unknown RKE1 service 'kube-controller-manager'"):
         rke1.render(document, {"kube-controller-manager": {"a": "b"}}, "cluster.yml")
     with pytest.raises(FileEditError, match="must be a string, number, boolean or null"):

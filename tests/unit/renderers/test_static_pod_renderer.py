@@ -45,7 +45,7 @@ def test_only_the_changed_lines_differ(load):
 
 
 def test_same_values_mean_no_change(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     rendered = static_pod.render(
         document, "kube-controller-manager", {"bind-address": "127.0.0.1", "leader-elect": True}, None, KCM
     )
@@ -53,7 +53,7 @@ def test_same_values_mean_no_change(load):
 
 
 def test_null_removes_flag_and_every_repeat(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     doubled = static_pod.render(document, "kube-controller-manager", {"x": "1"}, None, KCM).document
     static_pod.find_container(doubled, "kube-controller-manager", KCM)["command"].append("--x=2")
     rendered = static_pod.render(doubled, "kube-controller-manager", {"x": None, "absent": None}, None, KCM)
@@ -62,7 +62,7 @@ def test_null_removes_flag_and_every_repeat(load):
 
 
 def test_repeated_flag_is_collapsed_to_one(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     container = static_pod.find_container(document, "kube-controller-manager", KCM)
     container["command"].append("--leader-elect=false")
     rendered = static_pod.render(document, "kube-controller-manager", {"leader-elect": "true"}, None, KCM)
@@ -70,7 +70,7 @@ def test_repeated_flag_is_collapsed_to_one(load):
 
 
 def test_feature_gates_merge_keeps_other_gates(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     rendered = static_pod.render(
         document,
         "kube-controller-manager",
@@ -83,7 +83,7 @@ def test_feature_gates_merge_keeps_other_gates(load):
 
 
 def test_feature_gates_as_dict_flag_value_and_removal_of_last_gate(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     rendered = static_pod.render(
         document,
         "kube-controller-manager",
@@ -95,24 +95,24 @@ def test_feature_gates_as_dict_flag_value_and_removal_of_last_gate(load):
 
 
 def test_feature_gate_already_set_is_no_change(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     assert static_pod.render(document, "kube-controller-manager", None, {"SomeAlphaGate": "false"}, KCM).changes == []
 
 
 def test_feature_gates_added_when_missing(load):
-    document, _ = load("kube-apiserver.yaml")
+    document, _unused = load("kube-apiserver.yaml")
     rendered = static_pod.render(document, "kube-apiserver", None, {"A": True, "B": False}, "x")
     assert command(rendered.document, "kube-apiserver")[-1] == "--feature-gates=A=true,B=false"
 
 
 def test_missing_container_names_the_existing_ones(load):
-    document, _ = load("kube-apiserver.yaml")
+    document, _unused = load("kube-apiserver.yaml")
     with pytest.raises(FileEditError, match=r"no container named 'kube-scheduler' \(containers: kube-apiserver, audit-log-shipper\)"):
         static_pod.render(document, "kube-scheduler", {"a": "b"}, None, "kube-apiserver.yaml")
 
 
 def test_container_without_command_is_refused(load):
-    document, _ = load("kube-apiserver.yaml")
+    document, _unused = load("kube-apiserver.yaml")
     with pytest.raises(FileEditError, match="no command list"):
         static_pod.render(document, "audit-log-shipper", {"a": "b"}, None, "kube-apiserver.yaml")
 
@@ -136,19 +136,19 @@ def test_sidecar_and_its_comment_survive(load):
     ],
 )
 def test_wrong_types_are_refused(load, flags, message):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     with pytest.raises(FileEditError, match=message):
         static_pod.render(document, "kube-controller-manager", flags, None, KCM)
 
 
 def test_wrong_gate_value_is_refused(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     with pytest.raises(FileEditError, match="must be true, false or null"):
         static_pod.render(document, "kube-controller-manager", None, {"A": "yes please"}, KCM)
 
 
 def test_gate_string_and_gate_mapping_together_are_refused(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     with pytest.raises(FileEditError, match="either as the feature-gates flag string or as a mapping"):
         static_pod.render(document, "kube-controller-manager", {"feature-gates": "A=true"}, {"B": True}, KCM)
 
@@ -160,6 +160,6 @@ def test_not_a_pod_is_refused():
 
 
 def test_numbers_and_booleans_become_flag_strings(load):
-    document, _ = load(KCM)
+    document, _unused = load(KCM)
     rendered = static_pod.render(document, "kube-controller-manager", {"concurrent-syncs": 5, "profiling": False}, None, KCM)
     assert command(rendered.document)[-2:] == ["--concurrent-syncs=5", "--profiling=false"]
