@@ -104,7 +104,7 @@ case "${1:-}" in
     if ip netns list | grep -qw "$netns"; then ip netns delete "$netns"; fi
     podman rm -a -f >/dev/null 2>&1 || true
     podman rmi -a -f >/dev/null 2>&1 || true
-    rm -rf "$copy" /run/ngbench
+    rm -rf "$copy" /run/ngbench /var/lib/ngbench "$conf"
     say "down"
     ;;
   *) echo "usage: $0 up | run CMD... | down" >&2; exit 2 ;;
