@@ -2,7 +2,9 @@
 SHELL := /bin/bash
 .ONESHELL:
 .SHELLFLAGS := -euo pipefail -c
-export PATH := $(CURDIR)/.venv/bin:$(PATH)
+# The lab builds its own kubectl (matching its v1.35 control plane) into the binary cache; use it.
+K8S_VERSION := $(shell awk '/^\tk8s.io\/kubernetes / {print $$2; exit}' lab/k8s-build/go.mod)
+export PATH := $(CURDIR)/.venv/bin:$(or $(NODEGUARD_CACHE),$(HOME)/.cache/nodeguard)/k8s/$(K8S_VERSION)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: demo test setup images lab-build lab-up lab-down lab-status \

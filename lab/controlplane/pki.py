@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Create the lab control plane's certificates and kubeconfigs, laid out as kubeadm does.
 
 Run on the host; writes under lab/.state/pki (gitignored, keys never committed):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Fill the ${cp_ip} and ${node} placeholders of the kubeadm-style templates.
 
 usage: render.py --ip 10.89.77.10 --node ng-cp1 --out DIR TEMPLATE...

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Run /etc/kubernetes/manifests/*.yaml the way the kubelet runs static pods, without containers.
 
 For every manifest (files whose name starts with a dot are ignored, as the kubelet does) the
@@ -58,7 +57,7 @@ class Pod:
 
 
 def systemctl(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["systemctl", *args], capture_output=True, text=True)
+    return subprocess.run(["systemctl", *args], capture_output=True, text=True, check=False)
 
 
 def read_manifests() -> dict[str, Pod]:
@@ -112,7 +111,7 @@ def start(pod: Pod) -> None:
     # exec -a keeps argv[0] as the manifest wrote it (systemd would make it an absolute path),
     # so /proc/<pid>/cmdline reads exactly like the container's command on a kubeadm node.
     command += ["--", "/bin/bash", "-c", 'exec -a "$0" "$0" "$@"', *pod.argv]
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         log.error("could not start %s: %s", pod.name, result.stderr.strip())
         return

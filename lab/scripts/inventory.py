@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the lab's Ansible inventory (lab/.state/inventory.yml), as fixed in docs/lab.md.
 
 usage: inventory.py --state lab/.state --control-plane ng-cp1 --workers ng-worker1 ng-worker2 ...

@@ -24,6 +24,8 @@ say() { echo "lab: $*"; }
 k8s_version=$(awk '/^\tk8s.io\/kubernetes / {print $2; exit}' "$lab/k8s-build/go.mod")
 kubectl=${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}/k8s/$k8s_version/bin/kubectl
 [ -x "$kubectl" ] || kubectl=kubectl
+# The worker and storage scripts call plain kubectl: let them find the same one.
+if [ "$kubectl" != kubectl ]; then PATH="$(dirname "$kubectl"):$PATH"; export PATH; fi
 k() { "$kubectl" --kubeconfig "$state/admin.kubeconfig" "$@"; }
 
 # Run a part owned by another script if it exists yet; say so when it does not.

@@ -56,6 +56,16 @@ def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["podman", *args], capture_output=True, text=True, check=check)
 
 
+def value_when(read: Callable[[], T], accept: Callable[[T], Any]) -> Callable[[], T | None]:
+    """A wait_for predicate that returns what read() gives once accept() likes it."""
+
+    def predicate() -> T | None:
+        value = read()
+        return value if accept(value) else None
+
+    return predicate
+
+
 def wait_for(predicate: Callable[[], T], timeout: float, interval: float = 1.0, what: str = "condition") -> T:
     """Call predicate until it returns something truthy; return that. Raise TimeoutError otherwise.
 

@@ -295,7 +295,7 @@ def test_deployment_pods_are_evicted_after_their_toleration_and_rescheduled(lab,
             NAMESPACE, label_selector=f"kubernetes.io/service-name={name}").items
         return sorted(e.node_name for s in slices for e in s.endpoints or [] if e.conditions.ready)
 
-    endpoint_nodes = lab.wait_for(lambda: (lambda n: n if len(n) == 3 else None)(ready_endpoint_nodes()), timeout=30,
+    endpoint_nodes = lab.wait_for(lab.value_when(ready_endpoint_nodes, lambda n: len(n) == 3), timeout=30,
                                   what=f"3 ready endpoints for Service {name}")
     assert node not in endpoint_nodes
 
@@ -306,8 +306,9 @@ def test_statefulset_pod_stays_terminating_until_the_out_of_service_taint(lab, p
     core = lab.core()
 
     power_off_and_wait_unreachable(lab, node)
-    evicted = lab.wait_for(lambda: (lambda p: p if p.metadata.deletion_timestamp else None)(
-        core.read_namespaced_pod(pod_name, NAMESPACE)), timeout=TOLERATION_SECONDS + 30, what=f"{pod_name} evicted")
+    evicted = lab.wait_for(lab.value_when(
+        lambda: core.read_namespaced_pod(pod_name, NAMESPACE), lambda p: p.metadata.deletion_timestamp),
+        timeout=TOLERATION_SECONDS + 30, what=f"{pod_name} evicted")
     assert evicted.metadata.uid == old_uid
 
     # At most one pod per identity: no replacement while the old pod is Terminating, and the
@@ -335,8 +336,9 @@ def test_statefulset_pod_stays_terminating_until_the_out_of_service_taint(lab, p
                  interval=0.5, what=f"VolumeAttachment of {probe['pv']} on {node} gone")
     record(lab, "out_of_service_to_volume_detached", time.monotonic() - tainted)
 
-    replacement = lab.wait_for(lambda: (lambda p: p if pod_is_ready(p) and p.metadata.uid != old_uid else None)(
-        core.read_namespaced_pod(pod_name, NAMESPACE)), timeout=90, what=f"replacement {pod_name} Ready")
+    replacement = lab.wait_for(lab.value_when(
+        lambda: core.read_namespaced_pod(pod_name, NAMESPACE), lambda p: pod_is_ready(p) and p.metadata.uid != old_uid),
+        timeout=90, what=f"replacement {pod_name} Ready")
     record(lab, "out_of_service_to_replacement_ready", time.monotonic() - tainted)
     assert replacement.spec.node_name != node
     assert attached_to(lab, probe["pv"], replacement.spec.node_name)
@@ -355,8 +357,9 @@ def test_force_deleted_pod_keeps_its_volume_until_the_out_of_service_taint(lab, 
     power_off_and_wait_unreachable(lab, node)
     core.delete_namespaced_pod(pod_name, NAMESPACE, grace_period_seconds=0)
 
-    replacement = lab.wait_for(lambda: (lambda p: p if p.metadata.uid != old_uid and p.spec.node_name else None)(
-        core.read_namespaced_pod(pod_name, NAMESPACE)), timeout=60, what=f"replacement {pod_name} scheduled")
+    replacement = lab.wait_for(lab.value_when(
+        lambda: core.read_namespaced_pod(pod_name, NAMESPACE), lambda p: p.metadata.uid != old_uid and p.spec.node_name),
+        timeout=60, what=f"replacement {pod_name} scheduled")
     assert replacement.spec.node_name != node
     deadline = time.monotonic() + HOLD_SECONDS
     while time.monotonic() < deadline:

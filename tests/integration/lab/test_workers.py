@@ -154,8 +154,9 @@ def test_pods_run_with_an_ip_and_their_deletion_is_finalized(lab, worker):
         "spec": {"nodeName": worker, "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
     })
     try:
-        pod = lab.wait_for(lambda: (lambda p: p if p.status.phase == "Running" else None)(
-            core.read_namespaced_pod(name, NAMESPACE)), timeout=30, what=f"{name} Running")
+        pod = lab.wait_for(lab.value_when(
+            lambda: core.read_namespaced_pod(name, NAMESPACE), lambda p: p.status.phase == "Running"),
+            timeout=30, what=f"{name} Running")
         assert any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions)
         assert pod.status.pod_ip and pod.status.host_ip
         assert pod.status.container_statuses[0].state.running is not None
