@@ -79,7 +79,10 @@ def rulebook(lab, tmp_path: Path) -> Iterator[RulebookProcess]:
     inventory = tmp_path / "inventory"
     inventory.mkdir()
     shutil.copy(LAB_INVENTORY, inventory / "10-lab.yml")
-    (inventory / "20-timings.yml").write_text(yaml.safe_dump({"all": {"vars": LAB_TIMINGS}}))
+    # The playbooks run on localhost; ansible-rulebook limits runs to the ruleset's hosts (localhost),
+    # so the inventory must name it (docs/eda.md).
+    local = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
+    (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": LAB_TIMINGS, "hosts": local}}))
     process = RulebookProcess(
         tmp_path,
         # the shipped defaults: nodeguard.failover.node_outage / node_recover by FQCN
@@ -94,7 +97,7 @@ def test_node_down_alert_fails_the_node_over_and_resolved_recovers_it(lab, targe
     old_db = db_pod_on(lab, target)
     lab.power_off(target)
     lab.wait_for(lambda: proven_dead(lab, target, LAB_TIMINGS["node_outage_not_ready_seconds"] + 2),
-                 timeout=180, interval=2, what=f"{target} NotReady with a stale Lease")
+                 timeout=300, interval=2, what=f"{target} NotReady with a stale Lease")
 
     started = time.monotonic()
     assert rulebook.post(webhook_payload([alert(target)])) == 200
