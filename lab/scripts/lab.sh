@@ -47,6 +47,12 @@ phase() {  # phase NAME COMMAND...: run and record its duration
   timings+=("$name=$((SECONDS - started))s")
 }
 
+# The lab is a cluster with this collection installed: the remediation job's namespace,
+# ServiceAccount and least-privilege roles from deploy/rbac/ (docs/rbac.md), as a user applies them.
+apply_remediation_rbac() {
+  k apply -f "$repo/deploy/rbac" >/dev/null
+}
+
 apply_workloads() {
   shopt -s nullglob
   local files=("$lab"/workloads/*.yaml)
@@ -92,6 +98,7 @@ cmd_up() {
   rejoin_workers
   phase workers part "$lab/workers/workers.sh" up "$workers"
   phase bmc part "$lab/bmc/bmc.sh" up "${worker_nodes[@]}"
+  phase remediation-rbac apply_remediation_rbac
   phase workloads apply_workloads
   write_inventory
   say "up in $((SECONDS - started))s (${timings[*]})"

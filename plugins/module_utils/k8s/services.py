@@ -137,7 +137,8 @@ class Cluster:
 
     def create_lease(self, namespace: str, body: dict) -> dict:
         return self._call(
-            f"create lease {namespace}/{body['metadata']['name']}",
+            # The lock namespace comes with deploy/rbac/; say so, as a 404 here usually means it was not applied.
+            f"create lease {namespace}/{body['metadata']['name']} (the lock namespace comes from deploy/rbac/, see docs/rbac.md)",
             self.coordination.create_namespaced_lease,
             namespace,
             body,
