@@ -54,6 +54,14 @@ options:
     description: Seconds beyond the Lease's own duration before it counts as stale.
     type: int
     default: 10
+  proof_timeout:
+    description:
+      - Seconds to keep re-checking the proofs, every O(poll_interval), while one does not hold yet
+        (NotReady for too short a time, Lease not stale yet, power not Off yet), holding the node's lock.
+        For automation started at the first NotReady. V(0) refuses at once.
+      - A node that is Ready in the API is refused at once, without waiting. Check mode never waits.
+    type: int
+    default: 0
   max_unhealthy:
     description:
       - Storm protection. Refuse when more nodes are NotReady than this count (V(2)) or share (V(40%), rounded down)
@@ -230,6 +238,7 @@ OPTIONS = {
     "job_id": {"type": "str"},
     "not_ready_seconds": {"type": "int", "default": 60},
     "lease_margin_seconds": {"type": "int", "default": 10},
+    "proof_timeout": {"type": "int", "default": 0},
     "max_unhealthy": {"type": "str", "default": "40%"},
     "allow_control_plane": {"type": "bool", "default": False},
     "out_of_service_gate_enabled": {"type": "bool", "default": False},

@@ -20,6 +20,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident import
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import replacements, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
+    MissingProofError,
     NodeReturnedError,
     RefusedError,
     StepTimeoutError,
@@ -52,6 +53,7 @@ class OutageOptions:
     job_id: str
     not_ready_seconds: int = 60
     lease_margin_seconds: int = 10
+    proof_timeout: int = 0
     max_unhealthy: str = "40%"
     allow_control_plane: bool = False
     out_of_service_gate_enabled: bool = False
@@ -199,9 +201,24 @@ class OutageRun:
         self.facts["fence_times"] = (started, self.clock.now())
         return reading, None
 
+    def _prove_in_time(self, node: dict) -> dict:
+        """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
+        (an alert fired at the first NotReady). A node that is Ready again is refused at once."""
+        deadline = self.clock.now() + self.o.proof_timeout
+        waiting = _RenewingClock(self.clock, self.lock)
+        while True:
+            try:
+                self._prove(node)
+                return node
+            except MissingProofError:
+                if is_ready(node) or self.clock.now() + self.o.poll_interval > deadline:
+                    raise
+            waiting.sleep(self.o.poll_interval)
+            node = self._get_node()
+
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
         started = self.clock.now()
-        self._prove(node)
+        node = self._prove_in_time(node)
         proven = self.clock.now()
         rec = records.new(node, self.o.job_id, started, ready_since(node))
         records.start_step(rec, "prove", started)

@@ -11,9 +11,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
-from incident_fakes import T0, FakePower, lease
+from incident_fakes import T0, FakePower, lease, node
 from incident_scenario import options, setup
 
 
@@ -216,3 +216,30 @@ def test_taint_write_is_conditional_on_the_node_not_changing():
     cluster.fail_on["patch_node"] = ConflictError("changed")
     run(cluster, clock, power)  # re-reads and retries
     assert has_out_of_service_taint(cluster.nodes["w3"])
+
+
+def test_proof_timeout_waits_until_not_ready_long_enough():
+    cluster, clock, power = setup()
+    cluster.nodes["w3"] = node_not_ready_since(clock.now() - 5)
+    result = run(cluster, clock, power, not_ready_seconds=20, proof_timeout=60)
+    assert result["changed"] and has_out_of_service_taint(cluster.nodes["w3"])
+    rec = records.read(cluster.nodes["w3"])
+    waited = parse_time(rec["steps"]["prove"]["end"]) - parse_time(rec["steps"]["prove"]["start"])
+    assert 15 <= waited <= 17  # polled every second until NotReady for 20s
+
+
+def test_proof_timeout_gives_up_and_changes_nothing():
+    cluster, clock, power = setup()
+    cluster.nodes["w3"] = node_not_ready_since(clock.now() - 5)
+    assert_refused_without_change(cluster, clock, power, ProofError, match="not-ready", not_ready_seconds=120, proof_timeout=30)
+    assert 29 <= sum(clock.sleeps) <= 30
+
+
+def test_proof_timeout_does_not_wait_for_a_ready_node():
+    cluster, clock, power = setup(w3_ready="True")
+    assert_refused_without_change(cluster, clock, power, ProofError, match="not-ready", proof_timeout=60)
+    assert clock.sleeps == []
+
+
+def node_not_ready_since(since):
+    return node("w3", ready="Unknown", since=since)
