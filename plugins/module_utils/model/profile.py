@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The two entry points: build a profile from a preset or targets, and predict the timeline of a cluster.
 
-Output shape (docs/architecture.md): preset, kubernetes_version, settings, timeline, load, plus
-warnings, violations, kubelet_environment and version_facts.
+Output shape (docs/architecture.md): preset, kubernetes_version, settings, timeline, load,
+remediation (node_outage_* values that match the profile), plus warnings, violations, kubelet_environment and version_facts.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model import ru
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_load
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.numbers import blank, numeric
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET, preset_timings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import remediation_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.render import render_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import predict_timeline
@@ -85,6 +86,7 @@ def _describe(timings, version, node_count, limits, distribution) -> dict:
         "kubernetes_version": str(version),
         "distribution": distribution,
         "timeline": predict_timeline(timings),
+        "remediation": remediation_settings(timings),
         "load": heartbeat_load(timings, node_count, limits.node_status_write_bytes, limits.lease_write_bytes),
         "warnings": _as_list(rules.warnings(timings, version)),
         "kubelet_environment": rules.kubelet_http2_environment(timings),

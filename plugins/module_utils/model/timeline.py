@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_interval
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import remediation_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.tcp import (
     keepalive_timeout_seconds,
     next_retransmission_gap,
@@ -24,7 +25,9 @@ TAINT_PASS_SECONDS = 0.1  # the NoExecute tainting pass runs every 100ms
 POD_NOT_READY_PROPAGATION = (0.0, 0.5, 1.0)  # pod Ready=false writes + EndpointSlice controller sync
 REPLACEMENT_POD_START = (1.0, 3.0, 8.0)  # schedule, start (image cached) and pass readiness
 FORCE_DETACH_WAIT_SECONDS = 360.0  # attach-detach reconcilerMaxWaitForUnmountDuration, hard-coded
-# playbooks/node-outage.yml started at NotReady: prove power-off, taint out-of-service, force-delete pods.
+# playbooks/node-outage.yml started at NotReady with a proof timeout: it acts once the node has been
+# NotReady for remediation_settings()["not_ready_seconds"]; then one poll, prove power-off, taint
+# out-of-service, force-delete pods.
 REMEDIATION = (2.0, 5.0, 15.0)
 # The StatefulSet recreates the pod; its RWO volume is detached (at once, tainted node), attached and mounted.
 STATEFUL_POD_START = (2.0, 5.0, 15.0)
@@ -100,6 +103,8 @@ def predict_timeline(timings: Timings) -> dict:
     else:
         detach = _shift(eviction, FORCE_DETACH_WAIT_SECONDS, FORCE_DETACH_WAIT_SECONDS, FORCE_DETACH_WAIT_SECONDS,
                         "6 minutes after the pods are deleted; at once with the out-of-service taint")
+    proof_wait = remediation_settings(timings)["not_ready_seconds"]
+    not_ready_proven = _shift(not_ready, proof_wait, proof_wait, proof_wait)
     retries = timings.tcp_retries2
     in_flight = retransmission_timeout_seconds(retries)
     idle = keepalive_timeout_seconds(timings.tcp_keepalive_time, timings.tcp_keepalive_intvl,
@@ -113,8 +118,9 @@ def predict_timeline(timings: Timings) -> dict:
         "force_detach": detach,
         "statefulset_replaced_unremediated": _never(
             "the pod stays Terminating until the node returns, is deleted, or gets the out-of-service taint"),
-        "statefulset_replaced": _shift(_shift(not_ready, *REMEDIATION), *STATEFUL_POD_START,
-                                       note="node-outage.yml started at NotReady; remediation and volume "
+        "statefulset_replaced": _shift(_shift(not_ready_proven, *REMEDIATION), *STATEFUL_POD_START,
+                                       note=f"node-outage.yml started at NotReady, acting after {proof_wait}s "
+                                            "NotReady (remediation.not_ready_seconds); remediation and volume "
                                             "attach times are assumptions"),
         "dead_tcp_in_flight": _window(in_flight, in_flight, in_flight + next_retransmission_gap(retries),
                                       f"tcp_retries2={retries}: applies while data is unacknowledged"),

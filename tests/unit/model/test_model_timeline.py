@@ -4,6 +4,7 @@ import itertools
 
 import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import preset_timings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import remediation_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import (
     FORCE_DETACH_WAIT_SECONDS,
     detection_delay,
@@ -73,9 +74,22 @@ def test_dead_tcp_rows(preset, in_flight, idle):
     assert timeline["dead_tcp_idle"]["expected"] == idle
 
 
-def test_remediated_statefulset_follows_detection():
+def test_remediated_statefulset_follows_detection_and_the_proof_wait():
     timeline = predict_timeline(preset_timings("fast", V135))
     remediated = timeline["statefulset_replaced"]
     assert remediated["min"] > timeline["not_ready"]["min"]
-    assert remediated["expected"] - timeline["not_ready"]["expected"] == pytest.approx(10)
+    # 20s NotReady proof (fast's toleration) + 5s remediation + 5s pod start
+    assert remediated["expected"] - timeline["not_ready"]["expected"] == pytest.approx(30)
     assert remediated["max"] <= 60  # issue 5 target with automated remediation
+
+
+@pytest.mark.parametrize("preset, not_ready_seconds", [
+    ("kubernetes-default", 300), ("balanced", 60), ("fast", 20), ("aggressive", 10),
+])
+def test_remediation_waits_for_the_toleration(preset, not_ready_seconds):
+    assert remediation_settings(preset_timings(preset, V135))["not_ready_seconds"] == not_ready_seconds
+
+
+def test_remediation_waits_at_least_two_grace_periods():
+    timings = apply_overrides(preset_timings("fast", V135), {"unreachable_toleration_seconds": 0})
+    assert remediation_settings(timings)["not_ready_seconds"] == 8

@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""How long node-outage.yml should see a node NotReady before it acts, for one profile.
+
+The recommendation is the profile's unreachable toleration: by then Kubernetes itself has evicted
+the node's pods, and the run only finishes what the eviction cannot (pods with RWO volumes stay
+Terminating). It is never shorter than two grace periods, so a node that flaps back within one
+more grace period is not failed over. The role's own default (60 s) stays as it is; this is the
+value to give node_outage_not_ready_seconds when the cluster runs this profile.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings
+
+LEASE_MARGIN_SECONDS = 10  # node_outage_lease_margin_seconds, the role default
+
+
+def remediation_settings(timings: Timings) -> dict:
+    """node_outage_* values that match these timings."""
+    two_graces = math.ceil(2 * timings.node_monitor_grace_period)
+    return {
+        "not_ready_seconds": int(max(timings.unreachable_toleration_seconds, two_graces)),
+        "lease_margin_seconds": LEASE_MARGIN_SECONDS,
+    }
