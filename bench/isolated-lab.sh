@@ -3,25 +3,31 @@
 # (integration tests powering nodes off, lab.sh down) cannot disturb a measurement, and it
 # cannot disturb them. Same scripts, same images, same names, in their own namespaces:
 #   - a copy of the repository (its own lab/.state: kubeconfig, inventory, PKI, BMC state);
-#   - a network namespace "ngbench" (own loopback: apiserver 127.0.0.1:16443, BMC :8443);
-#   - a mount namespace pinned at /run/ngbench/ns/mnt, where netavark's IPAM directory
+#   - a network namespace named after the lab (own loopback: apiserver 127.0.0.1:16443, BMC :8443);
+#   - a mount namespace pinned at /run/<name>/ns/mnt, where netavark's IPAM directory
 #     (/run/containers/networks) is private;
-#   - podman storage, state and network configs of its own (/etc/ngbench, /var/lib/ngbench).
+#   - podman storage, state and network configs of its own (/etc/<name>, /var/lib/<name>).
 #
 #   bench/isolated-lab.sh up          copy the repo, create the namespaces, load images, lab.sh up
 #   bench/isolated-lab.sh run CMD...  run CMD inside (cwd: the copy)
 #   bench/isolated-lab.sh down        lab.sh down inside, then remove namespaces, storage and the copy
+#
+# NODEGUARD_BENCH_NAME (default ngbench) names one private lab; labs with different names run side
+# by side (bench/run.sh measures several profiles at once this way).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-copy=${NODEGUARD_BENCH_LAB:-/var/tmp/nodeguard-bench-lab}
-netns=ngbench
-conf=/etc/ngbench
-mntns=/run/ngbench/ns/mnt
+name=${NODEGUARD_BENCH_NAME:-ngbench}
+case "$name" in *[!a-z0-9]*|"") echo "NODEGUARD_BENCH_NAME must be lowercase letters and digits" >&2; exit 2 ;; esac
+copy=${NODEGUARD_BENCH_LAB:-/var/tmp/nodeguard-bench-lab-$name}
+netns=$name
+conf=/etc/$name
+run=/run/$name
+mntns=$run/ns/mnt
 images=(localhost/nodeguard-node:bookworm localhost/nodeguard-controlplane:bookworm localhost/nodeguard-lab-worker:latest)
 export CONTAINERS_CONF=$conf/containers.conf CONTAINERS_STORAGE_CONF=$conf/storage.conf
 
-say() { echo "isolated-lab: $*"; }
+say() { echo "isolated-lab $name: $*"; }
 
 inside() {
   # shellcheck disable=SC2016  # $0 and $@ belong to the inner shell
@@ -31,37 +37,37 @@ inside() {
 }
 
 write_podman_config() {
-  mkdir -p "$conf/networks" /var/lib/ngbench/storage /run/ngbench/libpod /run/ngbench/networks
+  mkdir -p "$conf/networks" "/var/lib/$name/storage" "$run/libpod" "$run/networks"
   cat > "$conf/containers.conf" <<CONF
 # podman for the benchmark's private lab (bench/isolated-lab.sh)
 [containers]
 default_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]
 [engine]
 runtime = "runc"
-tmp_dir = "/run/ngbench/libpod"
+tmp_dir = "$run/libpod"
 [network]
 network_config_dir = "$conf/networks"
 CONF
   cat > "$conf/storage.conf" <<CONF
 [storage]
 driver = "overlay"
-graphroot = "/var/lib/ngbench/storage"
-runroot = "/run/ngbench/storage"
+graphroot = "/var/lib/$name/storage"
+runroot = "$run/storage"
 CONF
 }
 
 make_namespaces() {
   ip netns list | grep -qw "$netns" || ip netns add "$netns"
   ip netns exec "$netns" ip link set lo up
-  mkdir -p /run/ngbench/ns
-  if ! mountpoint -q /run/ngbench/ns; then
-    mount --bind /run/ngbench/ns /run/ngbench/ns
-    mount --make-private /run/ngbench/ns
+  mkdir -p "$run/ns"
+  if ! mountpoint -q "$run/ns"; then
+    mount --bind "$run/ns" "$run/ns"
+    mount --make-private "$run/ns"
   fi
   if ! mountpoint -q "$mntns"; then
     touch "$mntns"
     unshare --mount="$mntns" --propagation slave true
-    nsenter --mount="$mntns" mount --bind /run/ngbench/networks /run/containers/networks
+    nsenter --mount="$mntns" mount --bind "$run/networks" /run/containers/networks
   fi
 }
 
@@ -100,11 +106,11 @@ case "${1:-}" in
       inside lab/scripts/lab.sh down || true
     fi
     if mountpoint -q "$mntns"; then umount "$mntns"; fi
-    if mountpoint -q /run/ngbench/ns; then umount /run/ngbench/ns; fi
+    if mountpoint -q "$run/ns"; then umount "$run/ns"; fi
     if ip netns list | grep -qw "$netns"; then ip netns delete "$netns"; fi
     podman rm -a -f >/dev/null 2>&1 || true
     podman rmi -a -f >/dev/null 2>&1 || true
-    rm -rf "$copy" /run/ngbench /var/lib/ngbench "$conf"
+    rm -rf "$copy" "$run" "/var/lib/$name" "$conf"
     say "down"
     ;;
   *) echo "usage: $0 up | run CMD... | down" >&2; exit 2 ;;

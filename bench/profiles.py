@@ -56,9 +56,9 @@ def profile_settings(name: str, node_count: int = 3) -> dict:
 
 
 def model_prediction(name: str, node_count: int) -> dict | None:
-    """The model's predicted timeline and load for a preset (None for seed-001, which it refuses)."""
+    """The model's predicted timeline, load and remediation settings for a preset (None for seed-001, which it refuses)."""
     if name == "seed-001":
         return None
     facts = {"kubernetes_version": KUBERNETES_VERSION, "node_count": node_count, "distribution": "kubeadm"}
     profile = build_profile(facts, preset=name)
-    return {"timeline": profile["timeline"], "load": profile["load"]}
+    return {"timeline": profile["timeline"], "load": profile["load"], "remediation": profile["remediation"]}

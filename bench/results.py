@@ -128,6 +128,14 @@ def machine() -> dict:
             "shared": "CPU shared with other jobs; per-measurement load averages are in raw/*.json"}
 
 
+def timeline_runs(raw_dir: Path) -> list[dict]:
+    """Every run of raw/timelines*.json (bench/run.sh writes one file per private lab)."""
+    runs = []
+    for path in sorted(raw_dir.glob("timelines*.json")):
+        runs.extend(json.loads(path.read_text()))
+    return runs
+
+
 def build(raw_dir: Path, profile_order: list[str], kubernetes_version: str) -> dict:
     def load(name: str, default):
         path = raw_dir / name
@@ -145,7 +153,7 @@ def build(raw_dir: Path, profile_order: list[str], kubernetes_version: str) -> d
         "kubernetes_version": kubernetes_version,
         "machine": machine(),
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "timelines": timeline_entries(load("timelines.json", []), profile_order),
+        "timelines": timeline_entries(timeline_runs(raw_dir), profile_order),
         "cost": cost_entries(load("cost.json", [])),
         "incident": incident,
     }

@@ -7,9 +7,11 @@ stopped.
 Two kinds of run per profile:
 - unremediated: nothing but Kubernetes. Records not_ready, unreachable_taint, endpoint_removed,
   deployment_replaced and statefulset_replaced_unremediated (given up after a cap).
-- remediated: playbooks/node-outage.yml started as soon as the node is NotReady, re-run while it
-  refuses (its proofs: NotReady long enough, Lease stale, BMC reads Off), as an automation that
-  reacts to the NotReady event would. Records statefulset_replaced (and the detection milestones).
+- remediated: playbooks/node-outage.yml started as soon as the node is NotReady, as an automation
+  that reacts to the NotReady event would. It waits inside (node_outage_proof_timeout) until its
+  proofs hold: NotReady for node_outage_not_ready_seconds (the preset's remediation.not_ready_seconds
+  from the model; the role default of 60 s for the two reference profiles, which are not ours), a
+  stale Lease and the BMC reading Off. Records statefulset_replaced (and the detection milestones).
 deployment_replaced is recorded from unremediated runs only: the out-of-service taint of a
 remediated run evicts the Deployment's pods early, which is another measurement.
 """
@@ -169,16 +171,20 @@ def power_off_and_time(victim: str) -> float:
     return time.monotonic()
 
 
-def run_remediation(victim: str, marks: Milestones, deadline: float, log: dict) -> None:
-    """Start node-outage.yml when the node is NotReady; re-run it while it refuses."""
+def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, deadline: float, log: dict) -> None:
+    """Start node-outage.yml when the node is NotReady; it waits for its proofs until the cap.
+    Re-run if it still refuses (a proof that never held within the cap ends the run anyway)."""
     marks.wait(("not_ready",), deadline)
     attempts = []
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
+    log["not_ready_seconds"] = not_ready_seconds
     while time.monotonic() < deadline:
         started = time.monotonic()
+        timings = {"outage_nodes": victim, "node_outage_not_ready_seconds": not_ready_seconds,
+                   "node_outage_proof_timeout": max(1, int(deadline - started))}
         result = subprocess.run(
             [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lablib.STATE / "inventory.yml"),
-             str(REPO / "playbooks" / "node-outage.yml"), "-e", f"outage_nodes={victim}"],
+             str(REPO / "playbooks" / "node-outage.yml"), "-e", json.dumps(timings)],
             capture_output=True, text=True, cwd=REPO, env=env, check=False)
         attempts.append({"started_s": round(started - marks.t0, 1), "seconds": round(time.monotonic() - started, 1),
                          "rc": result.returncode})
@@ -209,7 +215,8 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
     wanted = DETECTION + (("statefulset_replaced",) if remediated else ("deployment_replaced", "statefulset_replaced"))
     remediation = None
     if remediated:
-        remediation = threading.Thread(target=run_remediation, args=(victim, marks, deadline, log), daemon=True)
+        remediation = threading.Thread(target=run_remediation, daemon=True,
+                                       args=(victim, remediation_not_ready_seconds(profile), marks, deadline, log))
         remediation.start()
     if remediated:
         marks.wait(wanted, deadline)
@@ -238,15 +245,26 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
     return result
 
 
+ROLE_DEFAULT_NOT_READY_SECONDS = 60  # roles/node_outage/defaults/main.yml
+
+
+def remediation_not_ready_seconds(profile: str) -> int:
+    """What node-outage.yml is given: the model's recommendation for our presets; the role's
+    default for the reference profiles (a user who did not adopt a preset keeps the defaults)."""
+    if profile in profiles.REFERENCE_PROFILES:
+        return ROLE_DEFAULT_NOT_READY_SECONDS
+    return profiles.model_prediction(profile, node_count=4)["remediation"]["not_ready_seconds"]
+
+
 def cap_for(profile: str, remediated: bool) -> float:
-    """How long to wait after power-off: twice the model's expected milestone, at least 90s."""
+    """How long to wait after power-off: twice the expected milestone, at least 90s."""
     prediction = profiles.model_prediction(profile, node_count=4)
     if prediction is None:  # seed-001: detection like fast, eviction at the default 300s
         prediction = profiles.model_prediction("kubernetes-default", node_count=4)
     timeline = prediction["timeline"]
-    # Remediated: the playbook first wants the node NotReady for 60s (its default proof).
-    expected = ((timeline["statefulset_replaced"]["expected"] or 60) + 60 if remediated
-                else timeline["deployment_replaced"]["expected"])
+    # Remediated: detection + the NotReady proof the playbook is given + its run (about 15s).
+    remediated_expected = timeline["not_ready"]["expected"] + remediation_not_ready_seconds(profile) + 15
+    expected = remediated_expected if remediated else timeline["deployment_replaced"]["expected"]
     return max(90.0, 2 * expected)
 
 

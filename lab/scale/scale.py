@@ -259,9 +259,10 @@ def kwok_command(settings: dict, profile: str) -> list[str]:
 def api():
     from kubernetes import client, config
 
-    api_client = config.new_client_from_config(config_file=kubeconfig())
-    api_client.configuration.connection_pool_maxsize = 16
-    return client.CoreV1Api(api_client)
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig(), client_configuration=configuration)
+    configuration.connection_pool_maxsize = 16  # read when the ApiClient builds its pool, not later
+    return client.CoreV1Api(client.ApiClient(configuration))
 
 
 def wait_ready(timeout: float = 400) -> None:
@@ -321,7 +322,7 @@ def create_nodes(count: int) -> None:
     def delete(name: str) -> None:
         core.delete_node(name)
 
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(create, [n for n in wanted if n not in existing]))
         list(pool.map(delete, sorted(existing - set(wanted))))
     say(f"{count} nodes registered")
@@ -373,7 +374,7 @@ def create_pods(total: int, node_count: int, special_node: str | None, on_specia
                 raise
 
     started = time.monotonic()
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with ThreadPoolExecutor(max_workers=16) as pool:
         list(pool.map(create, [item for item in plan if item[0] not in existing]))
     say(f"{total} pods in namespace {NAMESPACE} ({on_special} on {special_node}) in "
         f"{time.monotonic() - started:.0f}s")
