@@ -132,9 +132,9 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         f"Measured on Kubernetes v{results['kubernetes_version']} (real kube-apiserver, kube-controller-manager, "
         f"kube-scheduler and etcd built from the published modules), {machine['cpus']} CPUs ({machine['cpu_model']}), "
-        f"{machine['memory_gib']} GiB, kernel {machine['kernel']}, {results['date']}. The CPUs were shared with "
-        "other jobs during every measurement (load averages of 6-13 on 2 cores); each raw record carries the load "
-        "average at its time. All numbers below were measured; none is a model prediction. "
+        f"{machine['memory_gib']} GiB, kernel {machine['kernel']}, {results['date']}. No other jobs ran; "
+        "the four timeline labs shared the 2 CPUs with each other (each raw record carries the load average at "
+        "its time). All numbers below were measured; none is a model prediction. "
         "Machine-readable: [results.json](results.json); every run: [raw/](raw/).",
         "",
         "## How to run",
@@ -142,28 +142,22 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "    make bench                 # bench/run.sh: everything below, then this page",
         "    bench/run.sh --quick       # smoke: 100 nodes, short windows, one run each",
         "",
-        "Pieces, as run for this page (in this order; some runs overlapped in time, see the load averages):",
+        "bench/run.sh runs, in this order (logs in /var/tmp/nodeguard-bench-logs):",
         "",
+        "    # 1. timelines: four private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
+        "    #    ngbdefault: kubernetes-default, ngbseed: seed-001, ngbfast: fast aggressive, ngbbalanced: balanced",
+        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> --runs 5 "
+        "--out docs/benchmarks/raw/timelines-<lab>.json",
+        "    # 2. incident overhead, scale mode, one after the other",
+        "    .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default "
+        "--out docs/benchmarks/raw/incident.json",
+        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 110 --profile kubernetes-default "
+        "--out docs/benchmarks/raw/incident.json",
+        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 30 --profile kubernetes-default "
+        "--out docs/benchmarks/raw/incident.json",
+        "    # 3. control-plane cost, scale mode",
         "    .venv/bin/python bench/cost.py --nodes 100 1000 --window 60 --out docs/benchmarks/raw/cost.json",
-        "    # its apiserver did not answer /readyz within 180s after a restart at 1000 nodes; re-run after the fix:",
-        "    .venv/bin/python bench/cost.py --nodes 1000 --profiles fast balanced aggressive --window 60 "
-        "--out docs/benchmarks/raw/cost.json",
-        "    bench/isolated-lab.sh up",
-        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles fast --runs 3 "
-        "--out docs/benchmarks/raw/timelines.json",
-        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles aggressive balanced --runs 2 "
-        "--out docs/benchmarks/raw/timelines.json",
-        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles kubernetes-default seed-001 "
-        "--runs 1 --kinds remediated --out docs/benchmarks/raw/timelines.json",
-        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles kubernetes-default seed-001 "
-        "--runs 1 --kinds unremediated --out docs/benchmarks/raw/timelines.json",
-        "    # incident overhead, scale mode inside the same private namespaces (its own ports and state):",
-        "    E=\"env NODEGUARD_SCALE_ETCD_DATA=/dev/shm/ngbench-scale-etcd .venv/bin/python bench/incident.py "
-        "--out docs/benchmarks/raw/incident.json\"",
-        "    bench/isolated-lab.sh run $E --nodes 100 --pods 1000 --on-node 110",
-        "    bench/isolated-lab.sh run $E --nodes 100 --pods 1000 --on-node 30",
-        "    bench/isolated-lab.sh run $E --nodes 1000 --pods 3000 --on-node 110 --profile kubernetes-default",
-        "    bench/isolated-lab.sh down",
+        "    # 4. this page, results.json and the plots",
         "    .venv/bin/python bench/report.py --out docs/benchmarks",
         "",
         "## Targets",
@@ -189,7 +183,10 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "container is seen stopped (polled every 50 ms). Watches on Nodes, EndpointSlices and Pods record each "
         "milestone. Unremediated runs stop 30 s after the Deployment's pod is replaced (or at a cap of twice the "
         "model's expectation, at least 90 s). Remediated runs start playbooks/node-outage.yml as soon as the node is "
-        "NotReady and re-run it while it refuses (its proofs: NotReady for 60 s, Lease stale, BMC reads Off). "
+        "NotReady, with `node_outage_proof_timeout` so it waits for its proofs (NotReady for "
+        "`node_outage_not_ready_seconds`, Lease stale, BMC reads Off) instead of refusing. "
+        "`node_outage_not_ready_seconds` is the preset's `remediation.not_ready_seconds` from the model (fast 20 s, "
+        "aggressive 10 s, balanced 60 s) and the role default of 60 s for kubernetes-default and seed-001. "
         "`deployment_replaced` comes from unremediated runs only, `statefulset_replaced` from remediated ones; the "
         "detection milestones from both. A run during which another worker went NotReady would be discarded.",
         "",
@@ -219,7 +216,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         *incident_table(raw_incident),
         "",
-        "How it is measured (bench/incident.py): scale mode with the `fast` profile; the pods are created bound "
+        "How it is measured (bench/incident.py): scale mode with the `kubernetes-default` profile; the pods are created bound "
         "(no scheduler) and kwok runs them. Power-off of the node is kwok no longer managing it. Once the node is "
         "NotReady for the playbook's 60 s proof, node-outage.yml runs with its own token; the apiserver's audit "
         "policy logs only that identity, so `API requests` is exactly the playbook's requests (audit events at "

@@ -82,3 +82,13 @@ def test_schema_rejects_a_timeline_without_runs():
                 "timelines": [{"profile": "fast", "metric": "not_ready", "median_s": 1, "min_s": 1, "max_s": 1}]}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(document, results.SCHEMA)
+
+
+def test_runs_of_every_private_lab_are_merged(tmp_path):
+    (tmp_path / "timelines-ngbfast.json").write_text(json.dumps([run("fast", False, {"not_ready": 4.0})]))
+    (tmp_path / "timelines-ngbseed.json").write_text(json.dumps([run("seed-001", False, {"not_ready": 3.0}),
+                                                                 run("seed-001", False, {"not_ready": 5.0})]))
+    (tmp_path / "cost.json").write_text("[]")
+    entries = results.timeline_entries(results.timeline_runs(tmp_path), ["seed-001", "fast"])
+    not_ready = [(e["profile"], e["runs"], e["median_s"]) for e in entries if e["metric"] == "not_ready"]
+    assert not_ready == [("seed-001", 2, 4.0), ("fast", 1, 4.0)]
