@@ -21,6 +21,7 @@ sys.path.insert(0, str(REPO / "bench"))
 import metrics  # noqa: E402
 import profiles  # noqa: E402
 import scale  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError  # noqa: E402  (path set by profiles)
 
 SCALE_SH = REPO / "lab" / "scale" / "scale.sh"
 # Wait after a switch before measuring: status reports and lease renewals reach their steady
@@ -43,6 +44,16 @@ def not_ready_nodes() -> int:
     core = scale.api()
     nodes = core.list_node(label_selector=f"{scale.NODE_LABEL}=true").items
     return sum(1 for n in nodes for c in (n.status.conditions or []) if c.type == "Ready" and c.status != "True")
+
+
+def refusal(profile: str, nodes: int) -> str | None:
+    """The model's reason to refuse this profile at this node count (aggressive at 1000 nodes
+    breaks the heartbeat budget), or None. A refused profile is recorded, not measured."""
+    try:
+        profiles.profile_settings(profile, node_count=nodes)
+    except ProfileError as error:
+        return str(error)
+    return None
 
 
 def measure(profile: str, nodes: int, window_seconds: float) -> dict:
@@ -84,7 +95,10 @@ def main() -> int:
         for nodes in args.nodes:
             subprocess.run([str(SCALE_SH), "up", str(nodes), "--profile", args.profiles[0]], check=True)
             for profile in args.profiles:
-                entry = measure(profile, nodes, args.window)
+                reason = refusal(profile, nodes)
+                if reason:
+                    print(f"cost: {profile} at {nodes} nodes: not measured, the model refuses it: {reason}", flush=True)
+                entry = {"profile": profile, "nodes": nodes, "refused": reason} if reason else measure(profile, nodes, args.window)
                 results = [r for r in results if (r["profile"], r["nodes"]) != (profile, nodes)] + [entry]
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 args.out.write_text(json.dumps(results, indent=1) + "\n")

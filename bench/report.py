@@ -56,6 +56,10 @@ def cost_table(raw_cost: list[dict]) -> list[str]:
              "| apiserver→etcd B/s | etcd DB growth /min | nodes NotReady at end | load (1m) |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in sorted(raw_cost, key=lambda r: (r["nodes"], profiles.ALL_PROFILES.index(r["profile"]))):
+        if r.get("refused"):
+            lines.append(f"| {r['profile']} | {r['nodes']} | not measured: the model refuses it ({r['refused']}) "
+                         "| | | | | | |")
+            continue
         lines.append(
             f"| {r['profile']} | {r['nodes']} | {r['write_rps']:g} | {r['achieved_heartbeat_rps']:g} / "
             f"{r['requested_heartbeat_rps']:g} | {r['write_bytes_per_s']:,.0f} | {r['etcd_received_bytes_per_s']:,.0f} "
@@ -236,7 +240,8 @@ def main() -> int:
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
-    plots.draw_all(results, args.out, {(r["profile"], r["nodes"]): r["requested_heartbeat_rps"] for r in raw_cost})
+    plots.draw_all(results, args.out, {(r["profile"], r["nodes"]): r["requested_heartbeat_rps"] for r in raw_cost
+                                            if not r.get("refused")})
     raw_incident = json.loads((raw / "incident.json").read_text()) if (raw / "incident.json").exists() else None
     readme = args.out / "README.md"
     findings = "## Findings\n\n(to be written from the measurements)"

@@ -108,7 +108,7 @@ def timeline_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
 
 def cost_entries(raw: list[dict]) -> list[dict]:
     return [{"profile": r["profile"], "nodes": r["nodes"], "write_rps": r["write_rps"],
-             "write_bytes_per_s": r["write_bytes_per_s"]} for r in raw]
+             "write_bytes_per_s": r["write_bytes_per_s"]} for r in raw if not r.get("refused")]
 
 
 def machine() -> dict:

@@ -92,3 +92,9 @@ def test_runs_of_every_private_lab_are_merged(tmp_path):
     entries = results.timeline_entries(results.timeline_runs(tmp_path), ["seed-001", "fast"])
     not_ready = [(e["profile"], e["runs"], e["median_s"]) for e in entries if e["metric"] == "not_ready"]
     assert not_ready == [("seed-001", 2, 4.0), ("fast", 1, 4.0)]
+
+
+def test_a_profile_the_model_refuses_is_not_a_cost_entry():
+    raw = [{"profile": "aggressive", "nodes": 1000, "refused": "[heartbeat-budget] ..."},
+           {"profile": "fast", "nodes": 1000, "write_rps": 110.0, "write_bytes_per_s": 9.0}]
+    assert results.cost_entries(raw) == [{"profile": "fast", "nodes": 1000, "write_rps": 110.0, "write_bytes_per_s": 9.0}]
