@@ -202,8 +202,32 @@ def reset_lab(timeout: float = 180) -> None:
         if patch:
             api.patch_node(node.metadata.name, patch)
     for node in worker_names():
-        wait_for(lambda node=node: node_ready(node), timeout=timeout, what=f"{node} Ready")
+        _wait_ready_or_power_cycle(node, timeout)
     wait_for(workloads_ready, timeout=timeout, interval=2, what="workloads in failover-lab Ready")
+
+
+def _boot_stalled(node: str) -> bool:
+    """systemd inside the container never finished booting (seen rarely on a loaded machine after
+    a hard power-off: every start job waits, none runs), so the kubelet stand-in never starts."""
+    state = podman("exec", node, "systemctl", "is-system-running", check=False).stdout.strip()
+    return state in ("initializing", "starting")
+
+
+def _wait_ready_or_power_cycle(node: str, timeout: float) -> None:
+    """Wait for the node to be Ready; a node whose container boot stalled is powered off and on
+    once, as one would a hung server, and is then given the full timeout again."""
+    first = min(timeout, 120)
+    try:
+        wait_for(lambda: node_ready(node), timeout=first, what=f"{node} Ready")
+        return
+    except TimeoutError:
+        if not _boot_stalled(node):
+            wait_for(lambda: node_ready(node), timeout=max(1.0, timeout - first), what=f"{node} Ready")
+            return
+    print(f"lablib: {node}'s boot stalled (systemd still starting); power-cycling it once", flush=True)
+    power_off(node)
+    power_on(node)
+    wait_for(lambda: node_ready(node), timeout=timeout, what=f"{node} Ready after a power cycle")
 
 
 # --- control-plane components (static pods in ng-cp1) --------------------------------------
