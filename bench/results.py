@@ -2,7 +2,7 @@
 
 results.json (issue 5): kubernetes_version, machine, date,
   timelines: [{profile, metric, median_s, min_s, max_s, runs[, note]}],
-  cost: [{profile, nodes, write_rps, write_bytes_per_s}],
+  cost: [{profile, nodes, write_rps, write_bytes_per_s, etcd_db_growth_bytes_per_min}],
   incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests}.
 Only measured numbers go in; a milestone never reached within its cap is null with a note.
 """
@@ -43,7 +43,8 @@ SCHEMA = {
             "type": "object",
             "required": ["profile", "nodes", "write_rps", "write_bytes_per_s"],
             "properties": {"profile": {"type": "string"}, "nodes": {"type": "integer", "minimum": 1},
-                           "write_rps": {"type": "number"}, "write_bytes_per_s": {"type": "number"}},
+                           "write_rps": {"type": "number"}, "write_bytes_per_s": {"type": "number"},
+                           "etcd_db_growth_bytes_per_min": {"type": "number"}},
             "additionalProperties": False}},
         "incident": {"type": "object",
                      "required": ["pods", "cluster_nodes", "cluster_pods", "own_seconds", "api_requests"],
@@ -106,9 +107,12 @@ def timeline_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
     return entries
 
 
+COST_FIELDS = ("profile", "nodes", "write_rps", "write_bytes_per_s", "etcd_db_growth_bytes_per_min")
+
+
 def cost_entries(raw: list[dict]) -> list[dict]:
-    return [{"profile": r["profile"], "nodes": r["nodes"], "write_rps": r["write_rps"],
-             "write_bytes_per_s": r["write_bytes_per_s"]} for r in raw if not r.get("refused")]
+    """The issue's fields (and etcd growth, which it also asks for) of every measured window."""
+    return [{key: r[key] for key in COST_FIELDS if key in r} for r in raw if not r.get("refused")]
 
 
 def machine() -> dict:
