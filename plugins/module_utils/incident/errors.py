@@ -27,7 +27,15 @@ class MissingProofError(ProofError):
 
     def __init__(self, missing: list, details: list):
         self.missing = missing
-        super().__init__("power-off not proven, nothing was changed. Missing proof(s): " + ", ".join(missing) + ". " + "; ".join(details))
+        self.details = list(details)
+        super().__init__(self._message())
+
+    def _message(self) -> str:
+        return "power-off not proven, nothing was changed. Missing proof(s): " + ", ".join(self.missing) + ". " + "; ".join(self.details)
+
+    def add_detail(self, detail: str) -> None:
+        self.details.append(detail)
+        self.args = (self._message(),)
 
 
 class NodeReturnedError(NodeguardError):

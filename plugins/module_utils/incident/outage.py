@@ -204,14 +204,17 @@ class OutageRun:
     def _prove_in_time(self, node: dict) -> dict:
         """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
         (an alert fired at the first NotReady). A node that is Ready again is refused at once."""
-        deadline = self.clock.now() + self.o.proof_timeout
+        started = self.clock.now()
+        deadline = started + self.o.proof_timeout
         waiting = _RenewingClock(self.clock, self.lock)
         while True:
             try:
                 self._prove(node)
                 return node
-            except MissingProofError:
+            except MissingProofError as error:
                 if is_ready(node) or self.clock.now() + self.o.poll_interval > deadline:
+                    if self.clock.now() > started:
+                        error.add_detail(f"re-checked for {self.clock.now() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
             waiting.sleep(self.o.poll_interval)
             node = self._get_node()

@@ -228,6 +228,11 @@ def test_refusals_while_partitioned(lab, remediator, target):
     assert_refused_unchanged(lab, target, result, before, "power-off: redfish reads power ON")
     assert "Missing proof(s): power-off." in result.stdout
 
+    # Started early by an alert, it waits for the proofs (here in vain: the BMC keeps saying On).
+    result = playbook(remediator, "node-outage", target, node_outage_proof_timeout=4)
+    assert_refused_unchanged(lab, target, result, before, "(proof_timeout 4s)")
+    assert "power-off: redfish reads power ON" in result.stdout
+
     bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]
     unreachable = dict(bmc, address="https://127.0.0.1:1")
     result = playbook(remediator, "node-outage", target, node_outage_fence=True, node_outage_power_by_node={target: unreachable})

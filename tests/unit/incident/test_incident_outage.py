@@ -231,7 +231,9 @@ def test_proof_timeout_waits_until_not_ready_long_enough():
 def test_proof_timeout_gives_up_and_changes_nothing():
     cluster, clock, power = setup()
     cluster.nodes["w3"] = node_not_ready_since(clock.now() - 5)
-    assert_refused_without_change(cluster, clock, power, ProofError, match="not-ready", not_ready_seconds=120, proof_timeout=30)
+    assert_refused_without_change(
+        cluster, clock, power, ProofError, match=r"not-ready.*re-checked for 30s \(proof_timeout 30s\)", not_ready_seconds=120, proof_timeout=30
+    )
     assert 29 <= sum(clock.sleeps) <= 30
 
 
