@@ -98,8 +98,9 @@ def timeline_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
             missing = [r for r, s in zip(used, samples, strict=True) if s is None]
             if missing:
                 caps = sorted({int(r["cap_s"]) for r in missing})
+                cap = f"{caps[0]}s" if len(caps) == 1 else f"{caps[0]}-{caps[-1]}s"
                 what = "never happened" if len(missing) == len(used) else f"not reached in {len(missing)} of {len(used)} runs"
-                entry["note"] = f"{what} within the cap of {'/'.join(map(str, caps))}s after power-off"
+                entry["note"] = f"{what} within the cap of {cap} after power-off"
             if failed:
                 note = f"{len(failed)} run(s) left out: node-outage.yml never succeeded in them (see raw/timelines.json)"
                 entry["note"] = f"{entry['note']}; {note}" if "note" in entry else note
