@@ -213,7 +213,7 @@ class OutageRun:
                 return node
             except MissingProofError as error:
                 if is_ready(node) or self.clock.now() + self.o.poll_interval > deadline:
-                    if self.clock.now() > started:
+                    if self.o.proof_timeout > 0:
                         error.add_detail(f"re-checked for {self.clock.now() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
             waiting.sleep(self.o.poll_interval)

@@ -243,5 +243,12 @@ def test_proof_timeout_does_not_wait_for_a_ready_node():
     assert clock.sleeps == []
 
 
+def test_without_proof_timeout_the_refusal_does_not_mention_waiting():
+    cluster, clock, power = setup(w3_ready="True")
+    with pytest.raises(ProofError) as refused:
+        run(cluster, clock, power)
+    assert "re-checked" not in str(refused.value)
+
+
 def node_not_ready_since(since):
     return node("w3", ready="Unknown", since=since)
