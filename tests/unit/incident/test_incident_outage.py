@@ -13,7 +13,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
-from incident_fakes import T0, FakePower, lease, node
+from incident_fakes import T0, FakeClock, FakePower, lease, node
 from incident_scenario import options, setup
 
 
@@ -243,10 +243,18 @@ def test_proof_timeout_does_not_wait_for_a_ready_node():
     assert clock.sleeps == []
 
 
+class TickingClock(FakeClock):
+    """Time moves a little on every read, as a real clock does."""
+
+    def now(self) -> float:
+        self.t += 0.001
+        return self.t
+
+
 def test_without_proof_timeout_the_refusal_does_not_mention_waiting():
-    cluster, clock, power = setup(w3_ready="True")
+    cluster, _clock, power = setup(w3_ready="True")
     with pytest.raises(ProofError) as refused:
-        run(cluster, clock, power)
+        run(cluster, TickingClock(), power)
     assert "re-checked" not in str(refused.value)
 
 
