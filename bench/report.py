@@ -258,8 +258,8 @@ def main() -> int:
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
-    plots.draw_all(results, args.out, {(r["profile"], r["nodes"]): r["requested_heartbeat_rps"] for r in raw_cost
-                                            if not r.get("refused")})
+    measured = [r for r in raw_cost if not r.get("refused")]
+    plots.draw_all(results, args.out, {(r["profile"], r["nodes"]): r["requested_heartbeat_rps"] for r in measured})
     raw_incident = json.loads((raw / "incident.json").read_text()) if (raw / "incident.json").exists() else None
     readme = args.out / "README.md"
     findings = "## Findings\n\n(to be written from the measurements)"
