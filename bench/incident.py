@@ -20,7 +20,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lab" / "scale"))
+sys.path.insert(0, str(REPO / "bench"))
 
+import profiles  # noqa: E402
 import scale  # noqa: E402
 
 SCALE_SH = REPO / "lab" / "scale" / "scale.sh"
@@ -28,7 +30,6 @@ WAIT_STEPS = ("delete-pods", "detach-volumes", "verify-replacements")
 # Quick detection, so the node's proofs (NotReady, stale Lease) hold soon. On a busy 2-core
 # machine 1000 nodes cannot keep 0.75s Lease renewals up: use --profile kubernetes-default there.
 DEFAULT_PROFILE = "fast"
-NOT_READY_PROOF_SECONDS = 60  # the role's default node_outage_not_ready_seconds
 
 
 def power_off(node: str) -> None:
@@ -137,7 +138,8 @@ def measure(nodes: int, pods: int, on_node: int, profile: str) -> dict:
                     "nodeguard-system"], check=False)
     power_off(victim)
     not_ready_at = wait_not_ready(victim, timeout=180)
-    time.sleep(max(0.0, not_ready_at + NOT_READY_PROOF_SECONDS + 2 - time.monotonic()))
+    proof_seconds = profiles.node_outage_default("node_outage_not_ready_seconds")
+    time.sleep(max(0.0, not_ready_at + proof_seconds + 2 - time.monotonic()))
     before = audit_lines()
     wall, record, outcome = run_playbook(victim)
     time.sleep(2)  # the audit backend writes in batches

@@ -15,6 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 _COLLECTIONS = REPO / ".build" / "collections"
 if str(_COLLECTIONS) not in sys.path:
@@ -53,6 +55,12 @@ def profile_settings(name: str, node_count: int = 3) -> dict:
         "kube_controller_manager": _without_removals(settings["kube_controller_manager"]),
         "kube_apiserver": _without_removals(settings["kube_apiserver"]),
     }
+
+
+def node_outage_default(variable: str):
+    """A default of the node_outage role (roles/node_outage/defaults/main.yml), read, not copied."""
+    defaults = yaml.safe_load((REPO / "roles" / "node_outage" / "defaults" / "main.yml").read_text())
+    return defaults[variable]
 
 
 def model_prediction(name: str, node_count: int) -> dict | None:

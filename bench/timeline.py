@@ -245,14 +245,11 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
     return result
 
 
-ROLE_DEFAULT_NOT_READY_SECONDS = 60  # roles/node_outage/defaults/main.yml
-
-
 def remediation_not_ready_seconds(profile: str) -> int:
     """What node-outage.yml is given: the model's recommendation for our presets; the role's
     default for the reference profiles (a user who did not adopt a preset keeps the defaults)."""
     if profile in profiles.REFERENCE_PROFILES:
-        return ROLE_DEFAULT_NOT_READY_SECONDS
+        return profiles.node_outage_default("node_outage_not_ready_seconds")
     return profiles.model_prediction(profile, node_count=4)["remediation"]["not_ready_seconds"]
 
 
