@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,7 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[3]
 BMC_SH = REPO / "lab" / "bmc" / "bmc.sh"
 # A few MB: /bin/sleep and its libraries. The BMC only cares about the container's lifecycle.
-TEST_IMAGE = "localhost/nodeguard-bmctest:tiny"
+# Tagged by a hash of its content (image_tag_for).
+TEST_IMAGE_NAME = "localhost/nodeguard-bmctest"
 # ipmi_sim answers a chassis command only once the container has changed state, and executes every
 # copy of a request it receives: a client that retransmits after 1 s, while a busy machine takes
 # 4 s to restart a container, gets its reset done three times and may give up. Wait long, send once.
@@ -49,15 +51,50 @@ def shared_libraries(binary: str) -> list[str]:
     return paths
 
 
-def build_test_image() -> None:
+def rootfs_files(binary: str) -> list[tuple[str, str]]:
+    """(file to read, path in the image) for ``binary`` and every library ldd names, symlinks resolved.
+
+    On Debian bookworm /lib64/ld-linux-x86-64.so.2 is a symlink into /lib/x86_64-linux-gnu: packed as
+    a link it dangles inside the image and every container dies with "failed to exec pid1".
+    """
+    return [(os.path.realpath(path), path.lstrip("/")) for path in [binary, *shared_libraries(binary)]]
+
+
+def write_rootfs(archive: Path, binary: str) -> None:
+    """A tar of regular files only: ``binary`` as /bin/sleep and its libraries at the paths ldd gives."""
+    files = rootfs_files(binary)
+    with tarfile.open(archive, "w") as tar:
+        tar.add(files[0][0], arcname="bin/sleep")
+        for source, arcname in files[1:]:
+            tar.add(source, arcname=arcname)
+
+
+def image_tag_for(binary: str) -> str:
+    """The image tag names the content it is built from, so an image packed from other files (another
+    libc, or an older broken build) is never reused."""
+    digest = hashlib.sha256()
+    for source, arcname in rootfs_files(binary):
+        digest.update(arcname.encode() + b"\0" + Path(source).read_bytes())
+    return f"{TEST_IMAGE_NAME}:{digest.hexdigest()[:12]}"
+
+
+def ensure_test_image() -> str:
+    """Build the test image when missing, check that a container of it really runs, return its name."""
     sleep = shutil.which("sleep")
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = Path(tmp) / "rootfs.tar"
-        with tarfile.open(archive, "w") as tar:
-            tar.add(sleep, arcname="bin/sleep")
-            for lib in shared_libraries(sleep):
-                tar.add(lib, arcname=lib.lstrip("/"))
-        podman("import", "--change", 'CMD ["/bin/sleep", "infinity"]', str(archive), TEST_IMAGE)
+    image = image_tag_for(sleep)
+    if podman("image", "exists", image, check=False).returncode != 0:
+        with tempfile.TemporaryDirectory() as tmp:
+            archive = Path(tmp) / "rootfs.tar"
+            write_rootfs(archive, sleep)
+            podman("import", "--change", 'CMD ["/bin/sleep", "infinity"]', str(archive), image)
+    probe = podman("run", "--rm", "--init", image, "/bin/sleep", "0", check=False)
+    if probe.returncode != 0:
+        raise RuntimeError(
+            f"the BMC test image {image} does not run (podman run exited {probe.returncode}): "
+            f"{probe.stderr.strip() or probe.stdout.strip()}. It is packed from {sleep} and the libraries "
+            f"ldd lists; remove it with `podman rmi {image}` after fixing tests/integration/bmc/bmclib.py"
+        )
+    return image
 
 
 def free_udp_ports(count: int) -> int:

@@ -11,14 +11,12 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from bmclib import TEST_IMAGE, Bmc, build_test_image, podman, start_bmc
+from bmclib import Bmc, ensure_test_image, podman, start_bmc
 
 
 @pytest.fixture(scope="session")
 def test_image() -> str:
-    if podman("image", "exists", TEST_IMAGE, check=False).returncode != 0:
-        build_test_image()
-    return TEST_IMAGE
+    return ensure_test_image()
 
 
 @pytest.fixture(scope="session")
