@@ -1,36 +1,57 @@
 #!/usr/bin/env bash
-# Integration tests on the failover lab: bring the lab up, run every test under tests/integration
-# (a failure does not stop the others), and ALWAYS take the lab down again, even when a test
-# fails or the run is interrupted, then check that nothing was left behind.
+# Integration tests on a failover lab of their own: a private lab (bench/isolated-lab.sh: its own copy of
+# the repository, network namespace and podman storage) started from stock settings, whatever state the
+# user's lab (`make demo`, lab/scripts/lab.sh) is in. The suite runs inside it (a failure does not stop
+# the others) and the private lab is ALWAYS removed afterwards, even when a test fails or the run is
+# interrupted. The user's lab is never touched: the script checks that it is as it was.
 #
 #   scripts/integration.sh [pytest args...]      e.g. scripts/integration.sh -k controlplane
-#   NODEGUARD_LAB_KEEP=1 scripts/integration.sh  keep the lab up afterwards (for debugging)
+#   NODEGUARD_TEST_LAB=name                      the private lab's name (default ngtest)
+#   NODEGUARD_LAB_KEEP=1 scripts/integration.sh  keep the private lab up afterwards (for debugging;
+#                                                bench/isolated-lab.sh down with the same name removes it)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-lab_sh=$repo/lab/scripts/lab.sh
+private_lab=$repo/bench/isolated-lab.sh
+export NODEGUARD_BENCH_NAME=${NODEGUARD_TEST_LAB:-ngtest}
 
-leftovers() {
-  podman ps -a --format '{{.Names}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher)$' || true
+# What the user's lab is made of right now: its containers (name, id, state), its network and its BMC
+# processes. Compared before and after the run.
+users_lab() {
+  podman ps -a --format '{{.Names}} {{.ID}} {{.State}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher) ' | sort || true
   if podman network exists nodeguard-lab; then echo "network nodeguard-lab"; fi
-  # The lab's own BMC processes, Redfish and each node's ipmi_sim (all name files under lab/.state/bmc);
-  # tests run private ones elsewhere.
-  pgrep -af "$repo/lab/.state/bmc" || true
+  pgrep -f "$repo/lab/.state/bmc" | sort || true
 }
 
+# What a private lab leaves behind when it is not removed cleanly.
+private_leftovers() {
+  if ip netns list | grep -qw "$NODEGUARD_BENCH_NAME"; then echo "network namespace $NODEGUARD_BENCH_NAME"; fi
+  local path
+  for path in "/var/tmp/nodeguard-bench-lab-$NODEGUARD_BENCH_NAME" "/run/$NODEGUARD_BENCH_NAME" \
+              "/var/lib/$NODEGUARD_BENCH_NAME" "/etc/$NODEGUARD_BENCH_NAME"; do
+    if [ -e "$path" ]; then echo "$path"; fi
+  done
+}
+
+before=$(users_lab)
 finish() {
   local status=$?
   trap - EXIT INT TERM
   if [ "${NODEGUARD_LAB_KEEP:-0}" = 1 ]; then
-    echo "integration: NODEGUARD_LAB_KEEP=1, the lab stays up (lab/scripts/lab.sh down removes it)"
+    echo "integration: NODEGUARD_LAB_KEEP=1, the private lab $NODEGUARD_BENCH_NAME stays up"
     exit "$status"
   fi
-  "$lab_sh" down || status=1
+  "$private_lab" down || status=1
   local left
-  left=$(leftovers)
+  left=$(private_leftovers)
   if [ -n "$left" ]; then
-    echo "integration: error: the lab left things behind:" >&2
+    echo "integration: error: the private lab left things behind:" >&2
     echo "$left" >&2
+    status=1
+  fi
+  if [ "$(users_lab)" != "$before" ]; then
+    echo "integration: error: the user's lab changed during the run (it must not be touched):" >&2
+    diff <(echo "$before") <(users_lab) >&2 || true
     status=1
   fi
   exit "$status"
@@ -38,5 +59,11 @@ finish() {
 trap finish EXIT
 trap 'exit 130' INT TERM
 
-"$lab_sh" up
-"$repo/.venv/bin/pytest" -v -rfEs --durations=15 tests/integration "$@"
+# A private lab left by an interrupted run is removed first: the suite starts from stock settings.
+if [ -n "$(private_leftovers)" ]; then
+  echo "integration: removing the private lab $NODEGUARD_BENCH_NAME left by an earlier run"
+  "$private_lab" down
+fi
+echo "integration: private lab $NODEGUARD_BENCH_NAME (stock settings); the user's lab is not touched"
+"$private_lab" up
+"$private_lab" run "$repo/.venv/bin/pytest" -v -rfEs --durations=15 -p no:cacheprovider tests/integration "$@"
