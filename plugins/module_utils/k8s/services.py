@@ -163,6 +163,19 @@ class Cluster:
             missing_ok=True,
         )
 
+    # -- incident history (config maps) -------------------------------------------------------
+    def get_config_map(self, namespace: str, name: str):
+        return self._call(f"read configmap {namespace}/{name}", self.core.read_namespaced_config_map, name, namespace, missing_ok=True)
+
+    def create_config_map(self, namespace: str, body: dict) -> dict:
+        """Create; ConflictError when it exists already (another writer was first)."""
+        return self._call(f"create configmap {namespace}/{body['metadata']['name']}", self.core.create_namespaced_config_map, namespace, body)
+
+    def replace_config_map(self, namespace: str, body: dict) -> dict:
+        """Replace; body.metadata.resourceVersion makes it fail with ConflictError if someone else wrote."""
+        name = body["metadata"]["name"]
+        return self._call(f"update configmap {namespace}/{name}", self.core.replace_namespaced_config_map, name, namespace, body)
+
     # -- events -------------------------------------------------------------------------------
     def create_event(self, namespace: str, body: dict) -> dict:
         return self._call("create event", self.core.create_namespaced_event, namespace, body)
