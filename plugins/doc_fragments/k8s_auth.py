@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Cluster connection options shared by every module that talks to the Kubernetes API.
+"""Cluster connection options shared by every module that talks to the Kubernetes API, and its action group.
 
 The matching argument spec is K8S_AUTH_ARGUMENT_SPEC in plugins/module_utils/k8s/args.py.
 """
@@ -56,4 +56,13 @@ requirements:
   - kubernetes (Python client) >= 24.2.0
 notes:
   - Option names and E(K8S_AUTH_*) variables follow M(kubernetes.core.k8s), so existing settings carry over.
+attributes:
+  action_group:
+    description:
+      - Use C(group/nodeguard.failover.k8s) in C(module_defaults) to set the cluster connection options once for
+        every module of the group. The group also takes in the C(kubernetes.core.k8s) group and
+        M(kubernetes.core.k8s_cluster_info), whose options have the same names.
+    support: full
+    membership:
+      - nodeguard.failover.k8s
 """
