@@ -22,6 +22,10 @@ class LockHeldError(RefusedError):
         super().__init__("lock-held", message)
 
 
+class LockLostError(NodeguardError):
+    """Another run changed this run's lock Lease (took it over after observing it expire): stop before acting."""
+
+
 class MissingProofError(ProofError):
     """One or more power-off proofs do not hold; ``missing`` lists them by name."""
 

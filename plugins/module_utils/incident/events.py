@@ -33,8 +33,9 @@ def event_body(node: dict, reason: str, message: str, now: float, warning: bool 
 class Recorder:
     """Writes the record annotation and Events. ``written`` tells the module whether anything changed."""
 
-    def __init__(self, cluster, node: dict, event_namespace: str, clock):
+    def __init__(self, cluster, node: dict, event_namespace: str, clock, guard=None):
         self.cluster = cluster
+        self.guard = guard  # runs before every record write, e.g. to confirm the lock
         self.node = node
         self.event_namespace = event_namespace
         self.clock = clock
@@ -42,6 +43,8 @@ class Recorder:
         self.written = False
 
     def save(self, record: dict) -> None:
+        if self.guard is not None:
+            self.guard()
         self.cluster.patch_node(self.node["metadata"]["name"], records.annotations_patch(record))
         self.written = True
 

@@ -62,7 +62,8 @@ class OutageOptions:
     fence_backoff_seconds: float = 5
     fence_confirm_timeout: int = 120
     lock_namespace: str = "nodeguard-system"
-    lock_ttl_seconds: int = 300
+    lock_ttl_seconds: int = 120
+    lock_wait_seconds: int = 0
     event_namespace: str = "default"
     pod_delete_timeout: int = 60
     detach_timeout: int = 360
@@ -97,16 +98,48 @@ class OutageRun:
         self.facts = {}
         self.record = None
         self.recorder = None
-        self.lock = NodeLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
+        self.lock = NodeLock(
+            cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
+        )
 
     # -- entry point ----------------------------------------------------------------------------
     def run(self) -> dict:
         node = self._get_node()
+        action, step, done = self._decide(node)
+        if done is not None:
+            return done
+
+        if self.check_mode:
+            self.lock.check_free()
+            if action in (records.FRESH, records.ADOPT):
+                self._prove(node)
+            self.facts["attachments"] = [va["metadata"]["name"] for va in self._attachments()]
+            return self._result(node, changed=False, message="check mode: nothing was changed")
+
+        self.lock.acquire()
+        try:
+            # Decide again under the lock: another run may have tainted, finished or stopped meanwhile.
+            node = self._get_node()
+            action, step, done = self._decide(node)
+            if done is not None:
+                return done
+            if action in (records.FRESH, records.ADOPT):
+                node = self._prove_and_taint(node, adopt=action == records.ADOPT)
+            else:
+                self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock, guard=self.lock.confirm)
+                self.facts["resumed_from"] = step
+            self._continue(node)
+        finally:
+            self.lock.release()
+        return self._result(self._get_node(), changed=True, message="outage complete")
+
+    def _decide(self, node: dict) -> tuple:
+        """(action, step, result): what to do with the node; ``result`` set when there is nothing to do."""
         self.record = records.read(node)
         action, step = records.decide(node, self.record)
         self.facts["action"] = action
         if action == records.COMPLETE:
-            return self._result(node, changed=False, message="outage already complete; run node-recover once the node is back")
+            return action, step, self._result(node, changed=False, message="outage already complete; run node-recover once the node is back")
         if action == records.STOPPED:
             raise RefusedError(
                 "node-returned",
@@ -117,27 +150,7 @@ class OutageRun:
             safety.check_control_plane(node, nodes, self.o.allow_control_plane)
             safety.check_storm(nodes, self.o.max_unhealthy)
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
-
-        if self.check_mode:
-            state, holder, left = self.lock.peek()
-            if state == "held":
-                raise RefusedError("lock-held", f"node {self.o.node} is locked by job {holder!r} for {left:.0f}s more")
-            if action in (records.FRESH, records.ADOPT):
-                self._prove(node)
-            self.facts["attachments"] = [va["metadata"]["name"] for va in self._attachments()]
-            return self._result(node, changed=False, message="check mode: nothing was changed")
-
-        self.lock.acquire()
-        try:
-            if action in (records.FRESH, records.ADOPT):
-                node = self._prove_and_taint(node, adopt=action == records.ADOPT)
-            else:
-                self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock)
-                self.facts["resumed_from"] = step
-            self._continue(node)
-        finally:
-            self.lock.release()
-        return self._result(self._get_node(), changed=True, message="outage complete")
+        return action, step, None
 
     # -- proofs and taint -----------------------------------------------------------------------
     def _get_node(self) -> dict:
@@ -224,6 +237,7 @@ class OutageRun:
         node = self._prove_in_time(node)
         proven = self.clock.now()
         rec = records.new(node, self.o.job_id, started, ready_since(node))
+        rec["lock_holder"] = self.lock.identity
         records.start_step(rec, "prove", started)
         records.end_step(rec, "prove", proven)
         if "fence_times" in self.facts:
@@ -241,7 +255,7 @@ class OutageRun:
         }
         node = self._write_taint(rec, adopt)
         self.record = rec
-        self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock)
+        self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock, guard=self.lock.confirm)
         power = self.facts["power"]
         self.recorder.event(
             "FailoverPowerOffProven",
@@ -266,6 +280,7 @@ class OutageRun:
             patch = records.annotations_patch(rec)
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_with_out_of_service(node)}
+            self.lock.confirm()  # the taint only while this run provably holds the lock
             try:
                 return self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
@@ -325,6 +340,7 @@ class OutageRun:
         found = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
         deleted = []
         for pod in found["delete"]:
+            self.lock.renew()  # confirmed when the step started; keep it alive through a long list
             if self.cluster.force_delete_pod(pod["namespace"], pod["name"], pod["uid"]):
                 deleted.append(f"{pod['namespace']}/{pod['name']}")
         self.record["pods"]["force_deleted"] = deleted
@@ -354,6 +370,7 @@ class OutageRun:
                 f"VolumeAttachments still name {self.o.node} after {self.o.detach_timeout}s: {vas.describe(blockers)}. "
                 "Check the CSI driver; set delete_volume_attachments=true only if the node is certainly off"
             )
+        self.lock.confirm()
         for blocker in blockers:
             self.cluster.delete_volume_attachment(blocker["name"])
         ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
@@ -396,4 +413,5 @@ class OutageRun:
             "plan": outage_plan(self.record if self.check_mode else record, self.facts, self.o),
             "record": record,
             "events": self.recorder.events if self.recorder else [],
+            "lock": self.lock.report(),
         }

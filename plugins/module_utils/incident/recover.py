@@ -37,7 +37,8 @@ class RecoverOptions:
     job_id: str
     healthy_seconds: int = 60
     lock_namespace: str = "nodeguard-system"
-    lock_ttl_seconds: int = 300
+    lock_ttl_seconds: int = 120
+    lock_wait_seconds: int = 0
     event_namespace: str = "default"
 
 
@@ -78,7 +79,9 @@ class RecoverRun:
         self.clock = clock
         self.check_mode = check_mode
         self.recorder = None
-        self.lock = NodeLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
+        self.lock = NodeLock(
+            cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
+        )
 
     def _get_node(self) -> dict:
         node = self.cluster.get_node(self.o.node)
@@ -121,9 +124,7 @@ class RecoverRun:
                 f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: " + "; ".join(f"{c.name}: {c.detail}" for c in missing)
             )
         if self.check_mode:
-            state, holder, left = self.lock.peek()
-            if state == "held":
-                raise RefusedError("lock-held", f"node {self.o.node} is locked by job {holder!r} for {left:.0f}s more")
+            self.lock.check_free()
             return self._result(node, record, checks, False, "check mode: would remove the out-of-service taint")
 
         self.lock.acquire()
@@ -147,6 +148,7 @@ class RecoverRun:
             patch = records.annotations_patch(record)
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_without_out_of_service(node)}
+            self.lock.confirm()  # remove the taint only while this run provably holds the lock
             try:
                 node = self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
@@ -167,4 +169,5 @@ class RecoverRun:
             "record": record,
             "timeline": rows,
             "timeline_table": timeline.table(rows) if rows else "",
+            "lock": self.lock.report(),
         }

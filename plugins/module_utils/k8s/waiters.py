@@ -13,6 +13,10 @@ class Clock:
     def now(self) -> float:
         return time.time()
 
+    def monotonic(self) -> float:
+        """Seconds that never jump with the wall clock: for durations observed here (lock expiry)."""
+        return time.monotonic()
+
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 

@@ -26,6 +26,9 @@ class FakeClock:
     def now(self) -> float:
         return self.t
 
+    def monotonic(self) -> float:
+        return self.t
+
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         self.t += seconds
@@ -191,6 +194,10 @@ class FakeCluster:
         return copy.deepcopy(body)
 
     def delete_lease(self, namespace, name, resource_version):
+        self._maybe_fail("delete_lease")
+        current = self.leases.get((namespace, name))
+        if current is not None and current["metadata"]["resourceVersion"] != resource_version:
+            raise ConflictError("conflict")  # the precondition of a real delete
         self.leases.pop((namespace, name), None)
 
     def create_event(self, namespace, body):

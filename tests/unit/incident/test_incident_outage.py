@@ -157,13 +157,17 @@ def test_crash_after_taint_resumes_where_it_stopped():
     w3 = cluster.nodes["w3"]
     assert has_out_of_service_taint(w3)
     assert records.decide(w3, records.read(w3)) == (records.RESUME, "delete-pods")
-    # the lock Lease of the crashed run is still there (a real crash would not release it); same job id takes it back
+    # the lock Lease of the crashed run is still there (a real crash would not release it). A rerun, even under
+    # the same job id, is refused at once; one that may wait takes it over once it saw the Lease unchanged for its TTL.
     cluster.leases[("nodeguard-system", "nodeguard-failover-w3")] = {
         "metadata": {"name": "nodeguard-failover-w3", "resourceVersion": "3"},
         "spec": {"holderIdentity": "job-1", "leaseDurationSeconds": 300, "renewTime": format_micro_time(clock.now())},
     }
+    with pytest.raises(LockHeldError, match="'job-1'"):
+        run(cluster, clock, power)
     taint_patches = sum(1 for c in cluster.calls if c[0] == "patch_node")
-    result = run(cluster, clock, power)
+    result = run(cluster, clock, power, lock_wait_seconds=310)
+    assert "'job-1'" in result["lock"]["took_over"]
     assert result["action"] == records.RESUME and result["resumed_from"] == "delete-pods"
     assert records.read(cluster.nodes["w3"])["phase"] == records.OUTAGE_COMPLETE
     assert sum(1 for c in cluster.calls if c[0] == "patch_node") > taint_patches
