@@ -4,8 +4,14 @@
 
 1. not-ready:   the API has seen the node NotReady/Unknown for at least ``min_seconds``.
 2. lease-stale: the node's Lease was not renewed for longer than its duration plus a margin.
-3. power-off:   an out-of-band source (BMC, fence agent, cloud hook, or a recorded attestation) reads Off.
-Each alone can lie (a partition looks like 1 and 2; a wrong BMC mapping looks like 3); together they cannot.
+3. power-off:   an out-of-band source (BMC, fence agent, cloud hook, or a recorded attestation) reads Off
+                twice some seconds apart, AND that source is shown to be this node's (power/identity.py).
+Each alone can lie: a partition looks like 1 and 2; a BMC mapped to the wrong machine reads that machine's
+Off. The identity check closes the second case only as far as the device can show identity: a Redfish UUID
+or IPMI GUID compared with the Node's systemUUID is evidence; a fence agent plug, an attestation, or a
+mapping with identity_unverifiable_reason is the operator's word, recorded with the proof. Together the
+proofs still trust the apiserver's view of the node, the BMC's honesty about its own UUID and power state,
+and the kubelet's systemUUID; they do not make a wrong answer from those impossible.
 """
 
 from __future__ import annotations
@@ -54,13 +60,22 @@ def prove_lease_stale(lease, now: float, margin_seconds: float) -> Proof:
     return Proof("lease-stale", True, f"Lease renewed {age:.0f}s ago (> {duration}s + {margin_seconds:.0f}s)")
 
 
-def prove_power_off(reading=None, error=None) -> Proof:
-    """From a PowerReading, or from the PowerError that reading it raised."""
+def prove_power_off(reading=None, error=None, identity=None) -> Proof:
+    """From a PowerReading (or the PowerError that reading it raised) and the IdentityVerdict of its device
+    (power/identity.py). Holds only when the reading is Off and the device is shown to be this node's, or
+    the node's mapping opted out of identity with a reason (recorded in the detail)."""
     if error is not None:
         return Proof("power-off", False, f"out-of-band power state unreadable: {error}")
+    problems = []
+    if identity is None:
+        problems.append("the power device was not shown to belong to this node (no identity check)")
+    elif not identity.ok:
+        problems.append(f"the power device is not shown to belong to this node: {identity.detail}")
     if reading.state != "off":
-        return Proof("power-off", False, f"{reading.method} reads power {reading.state.upper()} ({reading.detail})")
-    return Proof("power-off", True, f"{reading.method} reads power OFF ({reading.detail})")
+        problems.append(f"{reading.method} reads power {reading.state.upper()} ({reading.detail})")
+    if problems:
+        return Proof("power-off", False, "; ".join(problems))
+    return Proof("power-off", True, f"{reading.method} reads power OFF ({reading.detail}); identity: {identity.detail}")
 
 
 def require_all(proofs: list) -> None:

@@ -2,14 +2,18 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What every out-of-band power source returns, and the fence loop shared by all of them.
 
-A reader has ``method`` (its name), ``status()`` -> PowerReading, ``power_off()`` and ``power_on()``.
+A reader has ``method`` (its name), ``config`` (its ``power`` option value), ``status()`` -> PowerReading,
+``identify()`` -> Identity (which machine the device says it controls), ``power_off()`` and ``power_on()``.
 Only the literal state "off" counts as off; anything unclear is "unknown", which never proves anything.
+Whether a reading belongs to the node is decided in identity.py, never here.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 
@@ -33,8 +37,60 @@ class PowerReading(NamedTuple):
         return result
 
 
+class Identity(NamedTuple):
+    """What a power device says about the machine it controls.
+
+    kind: "system-uuid" (value is the SMBIOS system UUID / IPMI system GUID the device reports),
+    "plug" (value is the fence agent plug configured for this node; the agent cannot report the machine),
+    "attested-node" (value is the node an operator's attestation names).
+    """
+
+    kind: str
+    value: str
+    detail: str
+
+
+# What helper programs (ipmitool, fence agents, command hooks) inherit from us: nothing else.
+# In particular never K8S_AUTH_* (the remediation token), proxy settings or other secrets of the controller.
+INHERITED_ENVIRONMENT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+
+
+def scrubbed_env(extra: dict | None = None) -> dict:
+    """The environment of a helper program: INHERITED_ENVIRONMENT plus ``extra`` (documented per reader)."""
+    env = {name: os.environ[name] for name in INHERITED_ENVIRONMENT if name in os.environ}
+    env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    env.update(extra or {})
+    return env
+
+
+def redact(text: str, secrets: tuple) -> str:
+    """``text`` with every non-empty secret replaced, for anything a device or helper program said."""
+    text = str(text)
+    for secret in secrets:
+        if secret:
+            text = text.replace(str(secret), "********")
+    return text
+
+
+def check_address(address: str) -> str:
+    """Refuse user information (``user:password@``) in an address: the address is shown in the record,
+    Events and messages, so it must never carry a credential. Returns the address unchanged."""
+    address = address or ""
+    netloc = urlsplit(address).netloc if "://" in address else address
+    if "@" in netloc:
+        raise PowerError("power.address must not contain user information (user:password@host); use power.username and power.password")
+    if any(c in address for c in "\r\n"):
+        raise PowerError("power.address must be one line")
+    return address
+
+
 def run_process(argv: list, stdin_text: str = "", env: dict | None = None, timeout: float = 30.0) -> tuple:
-    """Run a helper program; secrets go through stdin or env, never argv. Returns (rc, stdout, stderr)."""
+    """Run a helper program; secrets go through stdin or env, never argv. Returns (rc, stdout, stderr).
+
+    ``env`` is the whole environment of the program (see scrubbed_env); None gives it scrubbed_env().
+    """
+    if env is None:
+        env = scrubbed_env()
     try:
         done = subprocess.run(argv, input=stdin_text, env=env, timeout=timeout, capture_output=True, text=True, check=False)
     except FileNotFoundError as e:

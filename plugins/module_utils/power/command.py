@@ -6,8 +6,12 @@ Contract (docs/runbooks/node-outage.md, "Cloud and custom power methods"):
 - the program in ``command`` (an argv list, no shell) is run once per action;
 - it reads one JSON object on stdin: {"action": "status"|"off"|"on", "node", "system_id", "address",
   "username", "password", "options"} (secrets only here, never in argv);
-- it prints one JSON object on stdout: {"power": "on"|"off"|"unknown", "detail": "..."} and exits 0;
-- any other exit code is an error, its last stderr line is shown.
+- it prints one JSON object on stdout: {"power": "on"|"off"|"unknown", "detail": "...", "system_uuid": "..."}
+  and exits 0; ``system_uuid`` (optional, for "status") is the machine's SMBIOS UUID as the cloud reports it,
+  compared with the Node's systemUUID (identity.py); a hook that cannot report one needs the node's
+  identity_unverifiable_reason;
+- any other exit code is an error, its last stderr line is shown;
+- it runs with a scrubbed environment (INHERITED_ENVIRONMENT in base.py), nothing else of ours.
 """
 
 from __future__ import annotations
@@ -18,10 +22,14 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.base impo
     OFF,
     ON,
     UNKNOWN,
+    Identity,
     PowerError,
     PowerReading,
+    check_address,
     last_line,
+    redact,
     run_process,
+    scrubbed_env,
 )
 
 
@@ -32,6 +40,7 @@ class CommandReader:
         self.argv = list(config.get("command") or [])
         if not self.argv:
             raise PowerError("power type 'command' needs command (an argv list)")
+        check_address(config.get("address") or "")
         self.config = config
         self.node = node
         self.timeout = float(config.get("timeout") or 60)
@@ -48,13 +57,14 @@ class CommandReader:
             "password": c.get("password"),
             "options": c.get("agent_options") or {},
         }
-        rc, out, err = self.run(self.argv, json.dumps(request), None, self.timeout)
+        rc, out, err = self.run(self.argv, json.dumps(request), scrubbed_env(), self.timeout)
         if rc != 0:
-            raise PowerError(f"{self.argv[0]} {action} failed (exit {rc}): {last_line(err) or last_line(out)}")
+            message = last_line(err) or last_line(out)
+            raise PowerError(redact(f"{self.argv[0]} {action} failed (exit {rc}): {message}", (c.get("password"),)))
         try:
             answer = json.loads(out)
-        except ValueError as e:
-            raise PowerError(f"{self.argv[0]} {action}: stdout is not one JSON object") from e
+        except ValueError:
+            raise PowerError(f"{self.argv[0]} {action}: stdout is not one JSON object") from None
         if not isinstance(answer, dict):
             raise PowerError(f"{self.argv[0]} {action}: stdout is not one JSON object")
         return answer
@@ -63,7 +73,14 @@ class CommandReader:
         answer = self._call("status")
         raw = str(answer.get("power", "")).lower()
         state = raw if raw in (ON, OFF) else UNKNOWN
-        return PowerReading(state, self.method, f"{self.argv[0]}: {answer.get('detail') or raw}")
+        detail = redact(answer.get("detail") or raw, (self.config.get("password"),))
+        return PowerReading(state, self.method, f"{self.argv[0]}: {detail}")
+
+    def identify(self) -> Identity:
+        reported = str(self._call("status").get("system_uuid") or "").strip()
+        if not reported:
+            raise PowerError(f"{self.argv[0]} reports no system_uuid for {self.node}")
+        return Identity("system-uuid", reported, f"{self.argv[0]} system_uuid {reported}")
 
     def power_off(self) -> None:
         self._call("off")

@@ -24,5 +24,5 @@ def reader_for(config: dict, node: str, attested_state: str = "off", allow_manua
     if kind == "command":
         return CommandReader(config, node)
     if kind == "manual":
-        return ManualAttestation(config, attested_state, allow_manual)
+        return ManualAttestation(config, node, attested_state, allow_manual)
     raise PowerError(f"unknown power type {kind!r}; use one of redfish, ipmi, fence_agent, command, manual")

@@ -1,24 +1,58 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Redfish ComputerSystem PowerState, natively over HTTPS with basic auth and verified TLS."""
+"""Redfish ComputerSystem PowerState and UUID, natively over HTTPS with basic auth and verified TLS.
+
+Why not OpenStack's sushy: see the power doc fragment ("Redfish client"). In short, this reads three
+resources (the Systems collection, one ComputerSystem, its Reset action); sushy would be a third-party
+dependency of every controller and execution environment for that, and our own origin rule below would
+still have to wrap it.
+
+Credentials go only to the configured origin (scheme://host:port): a link from the BMC to any other origin
+is refused, and redirects are not followed. Plain http only with allow_insecure_http.
+"""
 
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.urls import open_url
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import OFF, ON, UNKNOWN, PowerError, PowerReading
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import (
+    OFF,
+    ON,
+    UNKNOWN,
+    Identity,
+    PowerError,
+    PowerReading,
+    check_address,
+    redact,
+)
 
 SYSTEMS = "/redfish/v1/Systems"
+# Only these power a machine off without a reboot; PowerCycle, ForceRestart etc. would bring it back.
+OFF_RESET_TYPES = ("ForceOff", "Off")
+
+
+def _origin(url: str) -> tuple:
+    parts = urlsplit(url)
+    default = {"https": 443, "http": 80}.get(parts.scheme)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
 
 
 class RedfishReader:
     method = "redfish"
 
     def __init__(self, config: dict, fetch=None):
-        self.address = (config.get("address") or "").rstrip("/")
-        if not self.address.startswith(("https://", "http://")):
+        self.config = config
+        self.address = check_address((config.get("address") or "").rstrip("/"))
+        scheme = urlsplit(self.address).scheme
+        if scheme == "http" and not config.get("allow_insecure_http"):
+            raise PowerError(
+                f"redfish address {self.address} is plain http: the BMC password would cross the network readable; "
+                "use https, or set allow_insecure_http: true for a lab that has no TLS"
+            )
+        if scheme not in ("https", "http") or not urlsplit(self.address).hostname:
             raise PowerError(f"redfish address must be a URL like https://bmc.example:443, got {self.address!r}")
         self.system_id = config.get("system_id")
         self.username = config.get("username")
@@ -27,10 +61,22 @@ class RedfishReader:
         self.ca_cert = config.get("ca_cert")
         self.timeout = float(config.get("timeout") or 10)
         self.off_reset_type = config.get("off_reset_type") or "ForceOff"
+        if self.off_reset_type not in OFF_RESET_TYPES:
+            raise PowerError(f"off_reset_type must be one of {', '.join(OFF_RESET_TYPES)} (never a reboot), got {self.off_reset_type!r}")
         self.fetch = fetch or self._fetch
 
+    def _url(self, path: str) -> str:
+        """Where ``path`` (from the config or from the BMC) points; only the configured origin is allowed."""
+        if path.startswith("/") and not path.startswith("//"):
+            return self.address + path
+        if _origin(path) != _origin(self.address):
+            shown = "{}://{}:{}".format(*_origin(path)) if "://" in path else "a relative link"
+            raise PowerError(f"redfish {self.address} linked to {shown}: refused, credentials are sent only to the configured origin")
+        return path
+
     def _fetch(self, method: str, path: str, body=None):
-        url = path if path.startswith("http") else self.address + path
+        url = self._url(path)
+        secrets = (self.password,)
         try:
             response = open_url(
                 url,
@@ -45,22 +91,25 @@ class RedfishReader:
                 timeout=self.timeout,
                 use_proxy=False,
                 use_netrc=False,
+                follow_redirects="none",
             )
             text = response.read()
         except HTTPError as e:
             if e.code in (401, 403):
-                raise PowerError(f"redfish {self.address}: credentials refused (HTTP {e.code})") from e
-            raise PowerError(f"redfish {method} {url}: HTTP {e.code} {e.reason}") from e
+                raise PowerError(f"redfish {self.address}: credentials refused (HTTP {e.code})") from None
+            if 300 <= e.code < 400:
+                raise PowerError(f"redfish {method} {url}: HTTP {e.code} redirect not followed (credentials stay with {self.address})") from None
+            raise PowerError(redact(f"redfish {method} {url}: HTTP {e.code} {e.reason}", secrets)) from None
         except URLError as e:
-            raise PowerError(f"redfish {self.address} unreachable: {e.reason}") from e
+            raise PowerError(redact(f"redfish {self.address} unreachable: {e.reason}", secrets)) from None
         except (OSError, ValueError) as e:  # timeouts, TLS errors, bad URL
-            raise PowerError(f"redfish {self.address} unreachable: {e}") from e
+            raise PowerError(redact(f"redfish {self.address} unreachable: {e}", secrets)) from None
         if not text:
             return {}
         try:
             return json.loads(text)
-        except ValueError as e:
-            raise PowerError(f"redfish {method} {url}: answer is not JSON") from e
+        except ValueError:
+            raise PowerError(f"redfish {method} {url}: answer is not JSON") from None
 
     def _system_path(self) -> str:
         if self.system_id:
@@ -69,6 +118,14 @@ class RedfishReader:
         if len(members) != 1:
             raise PowerError(f"redfish {self.address} has {len(members)} systems; set system_id")
         return members[0]["@odata.id"]
+
+    def identify(self) -> Identity:
+        path = self._system_path()
+        system = self.fetch("GET", path)
+        reported = system.get("UUID")
+        if not reported:
+            raise PowerError(f"redfish {self.address}{path} reports no UUID")
+        return Identity("system-uuid", str(reported), f"redfish {self.address}{path} UUID {reported}")
 
     def status(self) -> PowerReading:
         path = self._system_path()

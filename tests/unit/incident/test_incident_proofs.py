@@ -9,6 +9,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs
     require_all,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, PowerReading
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import IdentityVerdict
 from incident_fakes import T0, lease, node
 
 
@@ -41,10 +42,22 @@ def test_missing_lease_proves_nothing():
     assert not prove_lease_stale(None, T0, 10).ok
 
 
+SHOWN = IdentityVerdict(True, "UUID matches")
+
+
 def test_only_off_proves_power_off():
-    assert prove_power_off(PowerReading("off", "redfish", "PowerState=Off")).ok
-    assert not prove_power_off(PowerReading("on", "redfish", "PowerState=On")).ok
-    assert not prove_power_off(PowerReading("unknown", "redfish", "PowerState=Paused")).ok
+    assert prove_power_off(PowerReading("off", "redfish", "PowerState=Off"), identity=SHOWN).ok
+    assert not prove_power_off(PowerReading("on", "redfish", "PowerState=On"), identity=SHOWN).ok
+    assert not prove_power_off(PowerReading("unknown", "redfish", "PowerState=Paused"), identity=SHOWN).ok
+
+
+def test_off_from_a_device_not_shown_to_be_the_nodes_proves_nothing():
+    off = PowerReading("off", "redfish", "PowerState=Off")
+    assert "no identity check" in prove_power_off(off).detail and not prove_power_off(off).ok
+    other = prove_power_off(off, identity=IdentityVerdict(False, "UUID b is NOT node w's systemUUID a"))
+    assert not other.ok and "not shown to belong to this node" in other.detail and "NOT node w" in other.detail
+    opted_out = prove_power_off(off, identity=IdentityVerdict(False, "identity NOT verified: ... identity_unverifiable_reason: PDU", opted_out=True))
+    assert opted_out.ok and "identity_unverifiable_reason: PDU" in opted_out.detail  # recorded with the proof
 
 
 def test_unreadable_power_proves_nothing():
@@ -57,7 +70,7 @@ def test_error_names_every_missing_proof():
     proofs = [
         prove_not_ready(node("w", ready="True"), T0, 60),
         prove_lease_stale(lease("w", T0 - 1), T0, 10),
-        prove_power_off(PowerReading("off", "redfish", "Off")),
+        prove_power_off(PowerReading("off", "redfish", "Off"), identity=SHOWN),
     ]
     with pytest.raises(MissingProofError) as caught:
         require_all(proofs)

@@ -1,0 +1,171 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Identity before trust: a power reading counts only for the node its device is shown to belong to.
+
+- Redfish: the ComputerSystem ``UUID``; IPMI: the system GUID (``Get System GUID``); a command hook: the
+  ``system_uuid`` it returns. Each is compared with the Node's ``status.nodeInfo.systemUUID`` (the SMBIOS
+  product UUID the kubelet reports). Firmware disagrees on the byte order of the first three fields
+  (SMBIOS 2.6+ stores them little-endian, many tools print them as stored), so a UUID also matches when
+  those three fields are byte-swapped: that tolerance is the only one.
+- fence agents: an explicit plug for this node (``agent_options.plug``, or ``system_id`` for fence_redfish).
+  A plug that is a UUID is compared like a Redfish UUID; any other plug is the per-node mapping itself.
+- manual attestation: the attestation names this node (and the incident, when one is open).
+
+Where the device cannot show an identity, the node's power mapping may say so with
+``identity_unverifiable_reason``; the reason is then recorded with the proof. A device that shows
+ANOTHER identity is refused whatever that option says.
+
+Off is proven by ``confirm_off``: two readings ``off_confirm_seconds`` apart, both Off, identity shown both
+times, so the short Off of a host that is rebooting is not taken for a dead host.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import OFF, PowerError
+
+DEFAULT_OFF_CONFIRM_SECONDS = 5
+_HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+
+class IdentityVerdict(NamedTuple):
+    verified: bool  # the device showed this node's identity
+    detail: str  # what was compared, or what is missing
+    opted_out: bool = False  # not shown, but the node's mapping says why (identity_unverifiable_reason)
+
+    @property
+    def ok(self) -> bool:
+        return self.verified or self.opted_out
+
+    def as_dict(self) -> dict:
+        return {"verified": self.verified, "opted_out": self.opted_out, "detail": self.detail}
+
+
+def _hex(value: str) -> str:
+    text = re.sub(r"[\s{}-]", "", str(value or "")).lower()
+    return text if _HEX32.match(text) else ""
+
+
+def _smbios_swapped(hex32: str) -> str:
+    """The same UUID with its first three fields (4, 2, 2 bytes) in the other byte order."""
+    first, second, third = hex32[0:8], hex32[8:12], hex32[12:16]
+
+    def swap(field):
+        return "".join(reversed([field[i : i + 2] for i in range(0, len(field), 2)]))
+
+    return swap(first) + swap(second) + swap(third) + hex32[16:]
+
+
+def same_system_uuid(reported: str, expected: str) -> str:
+    """"exact" or "smbios-byte-order" when the two UUIDs name the same machine, "" otherwise (also for
+    anything that is not a UUID, and for the all-zero or all-F placeholder UUIDs of unset firmware)."""
+    a, b = _hex(reported), _hex(expected)
+    if not a or not b or a in ("0" * 32, "f" * 32):
+        return ""
+    if a == b:
+        return "exact"
+    if _smbios_swapped(a) == b:
+        return "smbios-byte-order"
+    return ""
+
+
+def is_uuid(value: str) -> bool:
+    return bool(_hex(value))
+
+
+def node_system_uuid(node: dict) -> str:
+    return ((node.get("status") or {}).get("nodeInfo") or {}).get("systemUUID") or ""
+
+
+def _opt_out(reader) -> str:
+    return str((getattr(reader, "config", None) or {}).get("identity_unverifiable_reason") or "").strip()
+
+
+def _compare(identity, node: dict) -> tuple:
+    """(verified, mismatch, detail) for one Identity."""
+    name = node["metadata"]["name"]
+    if identity.kind == "system-uuid":
+        expected = node_system_uuid(node)
+        if not expected:
+            return False, False, f"node {name} reports no status.nodeInfo.systemUUID, so {identity.detail} cannot be matched"
+        how = same_system_uuid(identity.value, expected)
+        if how:
+            order = " (SMBIOS byte order)" if how == "smbios-byte-order" else ""
+            return True, False, f"{identity.detail} matches node {name} systemUUID {expected}{order}"
+        return False, True, f"{identity.detail} is NOT node {name}'s systemUUID {expected}: this device controls another machine"
+    if identity.kind == "plug":
+        return True, False, f"{identity.detail}, mapped to node {name} (the agent cannot report which machine it is)"
+    if identity.kind == "attested-node":
+        if identity.value != name:
+            return False, True, f"{identity.detail}, not {name}"
+        return True, False, identity.detail
+    return False, False, f"{identity.detail} (no identity)"
+
+
+def verify_identity(reader, node: dict, incident: str | None = None) -> IdentityVerdict:
+    """Is ``reader``'s device shown to be ``node``'s (a Node object)? Never raises for a missing identity.
+
+    ``incident`` is the open incident id, if any: a manual attestation that names an incident must name it.
+    """
+    name = node["metadata"]["name"]
+    opt_out = _opt_out(reader)
+    try:
+        identity = reader.identify()
+    except PowerError as e:
+        verified, mismatch, detail = False, False, f"{reader.method} could not report which machine it controls: {e}"
+    else:
+        check = getattr(reader, "check_incident", None)
+        problem = check(incident) if check else ""
+        if problem:
+            return IdentityVerdict(False, problem)
+        verified, mismatch, detail = _compare(identity, node)
+    if verified:
+        return IdentityVerdict(True, detail)
+    if mismatch:
+        return IdentityVerdict(False, detail)  # another machine: no opt-out covers that
+    if opt_out:
+        return IdentityVerdict(
+            False,
+            f"identity NOT verified ({detail}); accepted because node {name}'s power mapping sets identity_unverifiable_reason: {opt_out}",
+            opted_out=True,
+        )
+    return IdentityVerdict(
+        False,
+        f"{detail}. Configure the device's identity for {name} (docs/runbooks/node-outage.md, 'Power device identity') "
+        "or, if it truly cannot be shown, set identity_unverifiable_reason in this node's power mapping",
+    )
+
+
+def read_with_identity(reader, node: dict, incident: str | None = None) -> tuple:
+    """(PowerReading, IdentityVerdict) of one reading. Raises PowerError when the power state is unreadable."""
+    verdict = verify_identity(reader, node, incident)
+    return reader.status(), verdict
+
+
+def off_confirm_seconds(reader) -> float:
+    value = (getattr(reader, "config", None) or {}).get("off_confirm_seconds")
+    return float(DEFAULT_OFF_CONFIRM_SECONDS if value is None else value)
+
+
+def confirm_off(reader, node: dict, clock, first: tuple | None = None, interval: float | None = None, incident: str | None = None) -> tuple:
+    """Off proven by two readings ``interval`` seconds apart (default: the mapping's off_confirm_seconds),
+    both Off, identity shown both times. ``first`` is a (reading, verdict) already taken; ``incident`` as
+    for verify_identity.
+
+    Returns (PowerReading, IdentityVerdict) of the last reading: Off with a detail saying it held, or the
+    reading that was not Off (a host that reads Off for a moment while it reboots), or the verdict that failed.
+    Raises PowerError when a reading fails.
+    """
+    interval = off_confirm_seconds(reader) if interval is None else interval
+    reading, verdict = first or read_with_identity(reader, node, incident)
+    if reading.state != OFF or not verdict.ok:
+        return reading, verdict
+    clock.sleep(interval)
+    second, second_verdict = read_with_identity(reader, node, incident)
+    if not second_verdict.ok:
+        return second, second_verdict
+    if second.state != OFF:
+        return second._replace(detail=f"read OFF, then {second.state.upper()} {interval:.0f}s later (rebooting?): {second.detail}"), second_verdict
+    return second._replace(detail=f"OFF in two readings {interval:.0f}s apart: {second.detail}"), second_verdict
