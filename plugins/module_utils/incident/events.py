@@ -1,11 +1,22 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Incident record writer: the Node annotation and a core/v1 Event about the Node, for every step edge."""
+"""Incident record writer: the Node annotation and a core/v1 Event about the Node, for every step edge.
+
+Record writes are conditional: each carries the Node's resourceVersion from the last read or write, and
+on a conflict the record on the Node must still be exactly the one this run wrote last (a heartbeat or a
+label change is retried; another writer's record stops the run). Each saved record is also copied into
+the node's durable history (incident/history.py). Events and the history copy are best effort: the taint
+and the record are the truth, so their failures are reported, never allowed to hide that the cluster changed.
+"""
 
 from __future__ import annotations
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 
 COMPONENT = "nodeguard-failover"
 
@@ -30,26 +41,74 @@ def event_body(node: dict, reason: str, message: str, now: float, warning: bool 
     }
 
 
-class Recorder:
-    """Writes the record annotation and Events. ``written`` tells the module whether anything changed."""
+def _annotation(node: dict):
+    return ((node.get("metadata") or {}).get("annotations") or {}).get(records.ANNOTATION)
 
-    def __init__(self, cluster, node: dict, event_namespace: str, clock, guard=None):
+
+class Recorder:
+    """Writes the record annotation, its history copy and Events.
+
+    ``written`` tells the module whether anything changed; ``errors`` lists the best-effort writes
+    (Events, history) that failed. ``guard`` (optional) runs before every record write, e.g. to renew the lock.
+    ``history_namespace`` None turns the history copy off.
+    """
+
+    def __init__(self, cluster, node: dict, event_namespace: str, clock, history_namespace=None, guard=None):
         self.cluster = cluster
-        self.guard = guard  # runs before every record write, e.g. to confirm the lock
         self.node = node
         self.event_namespace = event_namespace
         self.clock = clock
+        self.history_namespace = history_namespace
+        self.guard = guard
         self.events = []
+        self.errors = []
         self.written = False
 
     def save(self, record: dict) -> None:
+        """Write the record to the Node, conditional on the Node's resourceVersion (see the module docstring)."""
         if self.guard is not None:
             self.guard()
-        self.cluster.patch_node(self.node["metadata"]["name"], records.annotations_patch(record))
+        name = self.node["metadata"]["name"]
+        ours = _annotation(self.node)
+        for _attempt in range(5):
+            patch = records.annotations_patch(record)
+            patch["metadata"]["resourceVersion"] = self.node["metadata"]["resourceVersion"]
+            try:
+                self.node = self.cluster.patch_node(name, patch)
+                break
+            except ConflictError:
+                current = self.cluster.get_node(name)
+                if current is None or current["metadata"].get("uid") != self.node["metadata"].get("uid"):
+                    raise RefusedError("record-changed", f"node {name} was deleted or re-created; incident {record['id']} was not updated") from None
+                if _annotation(current) != ours:
+                    theirs = (records.read(current) or {}).get("job")
+                    raise RefusedError(
+                        "record-changed",
+                        f"the incident record on {name} was changed by someone else (job {theirs!r}) since this run wrote it; "
+                        f"stopped without overwriting it (incident {record['id']})",
+                    ) from None
+                self.node = current  # only other fields changed (status, labels): write again on the new version
+        else:
+            raise RefusedError("busy-node", f"{name} kept changing while recording incident {record['id']}; rerun to continue")
         self.written = True
+        self.archive(record)
+
+    def archive(self, record: dict) -> None:
+        """Copy the record into the node's durable history (best effort after the taint)."""
+        if self.history_namespace is None:
+            return
+        try:
+            history.upsert(self.cluster, self.history_namespace, record)
+        except NodeguardError as e:
+            self.errors.append(f"history of incident {record['id']} not updated: {e}")
 
     def event(self, reason: str, message: str, warning: bool = False) -> None:
-        self.cluster.create_event(self.event_namespace, event_body(self.node, reason, message, self.clock.now(), warning))
+        """Create an Event about the Node; a failure is kept in ``errors`` and never raised."""
+        try:
+            self.cluster.create_event(self.event_namespace, event_body(self.node, reason, message, self.clock.now(), warning))
+        except NodeguardError as e:
+            self.errors.append(f"Event {reason} not written: {e}")
+            return
         self.events.append({"reason": reason, "message": message})
         self.written = True
 

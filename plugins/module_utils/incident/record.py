@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint, identity
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
 
 ANNOTATION = "failover.nodeguard.io/incident"
@@ -49,17 +49,26 @@ def read(node: dict):
 
 
 def new(node: dict, job_id: str, now: float, first_not_ready) -> dict:
+    """A fresh record. ``identity`` (Node UID, bootID, systemUUID) is set again from the read the taint is
+    written against (see set_identity); node-recover compares it to prove a restart of the same machine."""
     name = node["metadata"]["name"]
     return {
         "version": RECORD_VERSION,
         "id": f"{name}-{format_time(now).replace(':', '').replace('-', '')}",
         "node": name,
         "node_uid": node["metadata"].get("uid"),
+        "identity": identity(node),
         "job": job_id,
         "phase": OUTAGE_STEPS[0],
+        "started": format_time(now),
         "first_not_ready": format_time(first_not_ready) if first_not_ready else None,
         "steps": {},
     }
+
+
+def set_identity(record: dict, node: dict) -> None:
+    record["node_uid"] = node["metadata"].get("uid")
+    record["identity"] = identity(node)
 
 
 def start_step(record: dict, step: str, now: float) -> None:

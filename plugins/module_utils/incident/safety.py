@@ -4,6 +4,7 @@
 
 - storm: too many nodes NotReady at once is an apiserver/load-balancer problem, not dead machines.
 - control-plane: refused unless allowed, never if the remaining control plane would lose etcd quorum.
+  Nodes that run etcd (an etcd static pod, or the RKE2/k3s etcd role label) count as control plane.
 - one-control-plane-at-a-time: never two control-plane nodes out of service together.
 - version: the out-of-service taint needs Kubernetes >= 1.26 (1.24-1.25 with the feature gate).
 """
@@ -19,6 +20,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     is_control_plane,
     is_ready,
 )
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.pods import is_mirror
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import out_of_service_support
 
 _LIMIT = re.compile(r"^\s*(\d+)\s*(%?)\s*$")
@@ -50,13 +52,23 @@ def check_storm(nodes: list, max_unhealthy) -> None:
         )
 
 
-def check_control_plane(target: dict, nodes: list, allow_control_plane: bool) -> None:
-    if not is_control_plane(target):
+ETCD_POD_NAMESPACE = "kube-system"
+ETCD_POD_SELECTOR = "component=etcd"  # kubeadm's and RKE2's etcd static pods
+
+
+def etcd_nodes(pods: list) -> frozenset:
+    """Names of the nodes that run an etcd static pod (its mirror pod in kube-system carries component=etcd)."""
+    return frozenset((p.get("spec") or {}).get("nodeName") for p in pods if is_mirror(p) and (p.get("spec") or {}).get("nodeName"))
+
+
+def check_control_plane(target: dict, nodes: list, allow_control_plane: bool, etcd=frozenset()) -> None:
+    """``etcd``: names of the nodes that run an etcd static pod (etcd_nodes)."""
+    if not is_control_plane(target, etcd):
         return
     name = target["metadata"]["name"]
     if not allow_control_plane:
-        raise RefusedError("control-plane", f"{name} is a control-plane node; set allow_control_plane to remediate it")
-    members = [n for n in nodes if is_control_plane(n)]
+        raise RefusedError("control-plane", f"{name} is a control-plane or etcd node; set allow_control_plane to remediate it")
+    members = [n for n in nodes if is_control_plane(n, etcd)]
     others = [n for n in members if n["metadata"]["name"] != name]
     busy = [n["metadata"]["name"] for n in others if has_out_of_service_taint(n)]
     if busy:

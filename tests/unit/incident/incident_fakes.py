@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import itertools
+import uuid
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, PowerReading
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import Identity, PowerError, PowerReading
 
 T0 = 1_800_000_000.0  # a fixed "now" for every test
 
@@ -36,6 +37,11 @@ class FakeClock:
             controller(self.t)
 
 
+def system_uuid(name):
+    """The SMBIOS system UUID of the fake machine behind node ``name`` (also what its FakePower reports)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.machines.test"))
+
+
 def node(name, ready="True", since=T0 - 600, labels=None, taints=None, annotations=None):
     return {
         "metadata": {
@@ -46,7 +52,10 @@ def node(name, ready="True", since=T0 - 600, labels=None, taints=None, annotatio
             "annotations": annotations or {},
         },
         "spec": {"taints": taints} if taints else {},
-        "status": {"conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(since)}]},
+        "status": {
+            "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": format_time(since)}],
+            "nodeInfo": {"bootID": f"boot-{name}-1", "systemUUID": system_uuid(name)},
+        },
     }
 
 
@@ -96,6 +105,7 @@ class FakeCluster:
         self.replicasets = {}
         self.deployments = {}
         self.version = version
+        self.config_maps = {}
         self.calls = []
         self.fail_on = {}  # method name -> exception to raise once
 
@@ -106,7 +116,7 @@ class FakeCluster:
 
     def snapshot(self):
         """Everything a refusal must leave untouched."""
-        return copy.deepcopy((self.nodes, self.pods, self.attachments, self.leases, self.events))
+        return copy.deepcopy((self.nodes, self.pods, self.attachments, self.leases, self.events, self.config_maps))
 
     def server_version(self):
         return self.version
@@ -201,18 +211,49 @@ class FakeCluster:
         self.leases.pop((namespace, name), None)
 
     def create_event(self, namespace, body):
+        self._maybe_fail("create_event")
         self.events.append((namespace, copy.deepcopy(body)))
         return body
+
+    def get_config_map(self, namespace, name):
+        return copy.deepcopy(self.config_maps.get((namespace, name)))
+
+    def create_config_map(self, namespace, body):
+        self._maybe_fail("create_config_map")
+        key = (namespace, body["metadata"]["name"])
+        if key in self.config_maps:
+            raise ConflictError("exists")
+        body = copy.deepcopy(body)
+        body["metadata"]["resourceVersion"] = "1"
+        self.config_maps[key] = body
+        return copy.deepcopy(body)
+
+    def replace_config_map(self, namespace, body):
+        self._maybe_fail("replace_config_map")
+        key = (namespace, body["metadata"]["name"])
+        current = self.config_maps.get(key)
+        if current is None or current["metadata"]["resourceVersion"] != body["metadata"].get("resourceVersion"):
+            raise ConflictError("conflict")
+        body = copy.deepcopy(body)
+        body["metadata"]["resourceVersion"] = str(int(current["metadata"]["resourceVersion"]) + 1)
+        self.config_maps[key] = body
+        return copy.deepcopy(body)
 
 
 class FakePower:
     method = "redfish"
 
-    def __init__(self, state="off", error=None, off_takes=0):
+    def __init__(self, state="off", error=None, off_takes=0, machine="w3"):
         self.state = state
         self.error = error
         self.actions = []
         self.off_failures = off_takes
+        self.machine = machine  # the node whose machine this BMC controls
+
+    def identify(self):
+        if self.error:
+            raise PowerError(self.error)
+        return Identity("system-uuid", system_uuid(self.machine), f"fake BMC UUID {system_uuid(self.machine)}")
 
     def status(self):
         if self.error:

@@ -23,6 +23,7 @@ def node_back(cluster, clock, ready_for=120):
     condition["status"] = "True"
     condition["lastTransitionTime"] = format_time(clock.now() - ready_for)
     cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    cluster.nodes["w3"]["status"]["nodeInfo"]["bootID"] = "boot-w3-2"  # restarted
 
 
 def recover(cluster, clock, power, check_mode=False):

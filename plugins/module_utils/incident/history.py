@@ -1,0 +1,85 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Durable incident history: one ConfigMap per node in the lock namespace, the last KEEP incident records.
+
+Events expire after an hour and the Node annotation holds only the latest incident; the history keeps
+every record (also an ``interrupted`` one that a new run replaces on the Node) until KEEP newer ones exist.
+Each key is an incident id, each value the record as JSON. Writes are conditional (resourceVersion):
+two writers never lose each other's entries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
+
+PREFIX = "nodeguard-history-"
+KEEP = 20
+_NAME_MAX = 253
+
+
+def config_map_name(node: str) -> str:
+    name = PREFIX + node
+    if len(name) <= _NAME_MAX:
+        return name
+    digest = hashlib.sha256(node.encode()).hexdigest()[:12]
+    return f"{name[: _NAME_MAX - 13]}-{digest}"
+
+
+def _started(record: dict) -> str:
+    return record.get("started") or ((record.get("steps") or {}).get("prove") or {}).get("start") or record.get("id") or ""
+
+
+def entries(config_map) -> list:
+    """The records in a history ConfigMap, oldest first. Entries that are not JSON records are skipped."""
+    found = []
+    for text in ((config_map or {}).get("data") or {}).values():
+        try:
+            record = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("id"):
+            found.append(record)
+    return sorted(found, key=lambda r: (_started(r), r["id"]))
+
+
+def _body(namespace: str, node: str, records: list, resource_version=None) -> dict:
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": config_map_name(node),
+            "namespace": namespace,
+            "labels": {"app.kubernetes.io/managed-by": "nodeguard.failover"},
+            "annotations": {"failover.nodeguard.io/node": node},
+        },
+        "data": {r["id"]: json.dumps(r, sort_keys=True, separators=(",", ":")) for r in records},
+    }
+    if resource_version:
+        body["metadata"]["resourceVersion"] = resource_version
+    return body
+
+
+def upsert(cluster, namespace: str, record: dict, keep: int = KEEP) -> None:
+    """Add or update ``record`` in its node's history, keeping the newest ``keep``. Raises ClusterError."""
+    node = record["node"]
+    for _attempt in range(5):
+        current = cluster.get_config_map(namespace, config_map_name(node))
+        kept = [r for r in entries(current) if r["id"] != record["id"]] + [record]
+        kept = sorted(kept, key=lambda r: (_started(r), r["id"]))[-keep:]
+        try:
+            if current is None:
+                cluster.create_config_map(namespace, _body(namespace, node, kept))
+            else:
+                cluster.replace_config_map(namespace, _body(namespace, node, kept, current["metadata"]["resourceVersion"]))
+            return
+        except ConflictError:
+            continue  # another writer: re-read and merge again
+    raise RefusedError("history-busy", f"the incident history of {node} kept changing; record {record['id']} was not archived")
+
+
+def read(cluster, namespace: str, node: str) -> list:
+    return entries(cluster.get_config_map(namespace, config_map_name(node)))
