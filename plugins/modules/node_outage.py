@@ -42,9 +42,12 @@ options:
     required: true
   job_id:
     description:
-      - Holder identity of the lock Lease and author in the record. The same job id takes its own lock
-        back at once after a crash; another one waits for O(lock_ttl_seconds).
-      - Defaults to C(user@host) of the controller.
+      - A label for this run (an AWX job, an alert), recorded in the incident record, its Events and the lock Lease.
+        Defaults to C(user@host) of the controller.
+      - It is not the lock's identity. Every run holds the node's lock Lease under an identity of its own (this label,
+        the host, the process id and a random token), so a rerun never takes over a live lock because it carries
+        the same O(job_id). After C(kill -9) of ansible-playbook the module may still run (ansible-core detaches it);
+        a rerun meets its lock and waits or is refused, naming that run. See docs/runbooks/node-outage.md.
     type: str
   not_ready_seconds:
     description: How long the node must have been NotReady or Unknown.
@@ -99,9 +102,22 @@ options:
     type: str
     default: nodeguard-system
   lock_ttl_seconds:
-    description: Lease duration of the lock; renewed while the run waits.
+    description:
+      - Lease duration of the node's lock. The run renews it at least every third of this while it waits, and with a
+        conditional write right before the taint, each force-delete step, each VolumeAttachment deletion and each
+        record write, so a run that lost its lock stops before it acts.
+      - Must exceed the longest single call that cannot renew (a fence agent or BMC request, 60 s at most by default).
     type: int
-    default: 300
+    default: 120
+  lock_wait_seconds:
+    description:
+      - When another run holds the node's lock, watch it for up to this many seconds. A holder that keeps renewing keeps
+        the node. The lock is taken over only once its Lease has not changed for its own duration as measured by this
+        controller's clock (never by comparing timestamps with another clock).
+      - V(0) refuses at once, naming the holder (job, host, pid, run, last renewal). To take over the lock of a run that
+        crashed, rerun with at least the holder's O(lock_ttl_seconds) plus a few seconds.
+    type: int
+    default: 0
   event_namespace:
     description: Namespace for Events about the Node (Node events live in V(default)).
     type: str
@@ -220,6 +236,13 @@ events:
   returned: always
   type: list
   elements: dict
+lock:
+  description:
+    - The node's lock as this run held it; C(lease), C(holder) (this run's identity), C(ttl_seconds),
+      C(took_over) (the crashed holder this run took over after watching its Lease expire, or null)
+      and C(release_note) (why the Lease was not released, or null; also a warning).
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -247,7 +270,8 @@ OPTIONS = {
     "fence_backoff_seconds": {"type": "int", "default": 5},
     "fence_confirm_timeout": {"type": "int", "default": 120},
     "lock_namespace": {"type": "str", "default": "nodeguard-system"},
-    "lock_ttl_seconds": {"type": "int", "default": 300},
+    "lock_ttl_seconds": {"type": "int", "default": 120},
+    "lock_wait_seconds": {"type": "int", "default": 0},
     "event_namespace": {"type": "str", "default": "default"},
     "pod_delete_timeout": {"type": "int", "default": 60},
     "detach_timeout": {"type": "int", "default": 360},
@@ -268,6 +292,8 @@ def main():
         run = OutageRun(cluster_for(module), power, options, Clock(), module.check_mode)
         result = run.run()
     except NodeguardError as e:
+        if run is not None and run.lock.release_note:
+            module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
         changed = bool(run and run.recorder and run.recorder.written)
         facts = run.facts if run else {}
         module.fail_json(
@@ -277,8 +303,12 @@ def main():
             proofs=facts.get("proofs", []),
             power=facts.get("power"),
             record=run.record if run else None,
+            lock=run.lock.report() if run else None,
             plan=outage_plan(run.record, facts, options) if run else [],
         )
+    result["lock"] = run.lock.report()  # after the release
+    if run.lock.release_note:
+        module.warn(run.lock.release_note)
     module.exit_json(**result)
 
 

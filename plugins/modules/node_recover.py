@@ -34,7 +34,10 @@ options:
     type: str
     required: true
   job_id:
-    description: Holder identity of the lock Lease. Defaults to C(user@host) of the controller.
+    description:
+      - A label for this run, recorded in the incident record and the lock Lease. Defaults to C(user@host) of the controller.
+      - Not the lock's identity. Every run holds the node's lock under an identity of its own (label, host, process id,
+        random token), so no run takes over a live lock because it has the same O(job_id).
     type: str
   healthy_seconds:
     description: How long the node must have been Ready before the taint goes.
@@ -45,9 +48,17 @@ options:
     type: str
     default: nodeguard-system
   lock_ttl_seconds:
-    description: Lease duration of the lock.
+    description: Lease duration of the lock; the taint removal first confirms the lock with a conditional renew.
     type: int
-    default: 300
+    default: 120
+  lock_wait_seconds:
+    description:
+      - When another run (a node-outage still under way, perhaps orphaned by a killed ansible-playbook) holds the node's lock,
+        watch it for up to this many seconds. A holder that keeps renewing keeps the node; the lock is taken over only once
+        its Lease has not changed for its own duration as measured by this controller's clock.
+      - V(0) refuses at once, naming the holder.
+    type: int
+    default: 0
   event_namespace:
     description: Namespace for Events about the Node.
     type: str
@@ -96,6 +107,12 @@ timeline_table:
   description: The timeline as a plain-text table.
   returned: always
   type: str
+lock:
+  description:
+    - The node's lock as this run held it; C(lease), C(holder), C(ttl_seconds), C(took_over) and C(release_note)
+      (why the Lease was not released, or null; also a warning).
+  returned: always
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -113,7 +130,8 @@ OPTIONS = {
     "job_id": {"type": "str"},
     "healthy_seconds": {"type": "int", "default": 60},
     "lock_namespace": {"type": "str", "default": "nodeguard-system"},
-    "lock_ttl_seconds": {"type": "int", "default": 300},
+    "lock_ttl_seconds": {"type": "int", "default": 120},
+    "lock_wait_seconds": {"type": "int", "default": 0},
     "event_namespace": {"type": "str", "default": "default"},
 }
 
@@ -122,11 +140,18 @@ def main():
     module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
     options = RecoverOptions(**{name: p[name] for name in OPTIONS if name != "job_id"}, job_id=p["job_id"] or default_job_id())
+    run = None
     try:
         power = reader_for(p["power"], p["node"], "on", p["allow_manual_attestation"])
-        result = RecoverRun(cluster_for(module), power, options, Clock(), module.check_mode).run()
+        run = RecoverRun(cluster_for(module), power, options, Clock(), module.check_mode)
+        result = run.run()
     except NodeguardError as e:
-        module.fail_json(msg=str(e), changed=False, node=p["node"])
+        if run is not None and run.lock.release_note:
+            module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
+        module.fail_json(msg=str(e), changed=False, node=p["node"], lock=run.lock.report() if run else None)
+    result["lock"] = run.lock.report()  # after the release
+    if run.lock.release_note:
+        module.warn(run.lock.release_note)
     module.exit_json(**result)
 
 
