@@ -1,0 +1,230 @@
+"""Identity before trust (issue 11, defect 2): which machine a power device controls, compared with the Node."""
+
+import sys
+
+import pytest
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import Identity, PowerError, PowerReading
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.command import CommandReader
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.fence_agent import FenceAgentReader
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
+    confirm_off,
+    same_system_uuid,
+    verify_identity,
+)
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.ipmi import IpmiReader
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish import RedfishReader
+
+UUID = "4c4c4544-0042-3510-8052-b7c04f4e3232"
+# The same machine as firmware that stores the first three fields little-endian reports it.
+UUID_SMBIOS = "44454c4c-4200-1035-8052-b7c04f4e3232"
+OTHER = "9d2a6a57-58d1-4f31-9e0b-1f2a3b4c5d6e"
+
+
+def k8s_node(name="w3", system_uuid=UUID):
+    return {"metadata": {"name": name}, "status": {"nodeInfo": {"systemUUID": system_uuid}}}
+
+
+class Clock:
+    def __init__(self):
+        self.sleeps = []
+
+    def now(self):
+        return 0.0
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+
+
+# -- comparing UUIDs --------------------------------------------------------------------------------
+
+
+def test_uuid_comparison_tolerates_only_the_smbios_byte_order():
+    assert same_system_uuid(UUID, UUID) == "exact"
+    assert same_system_uuid(UUID.upper(), "{" + UUID + "}") == "exact"
+    assert same_system_uuid(UUID_SMBIOS, UUID) == "smbios-byte-order"
+    assert same_system_uuid(UUID, UUID_SMBIOS) == "smbios-byte-order"
+    assert same_system_uuid(OTHER, UUID) == ""
+    # swapping anything but the first three fields is another machine
+    assert same_system_uuid(UUID[:-2] + "33", UUID) == ""
+    assert same_system_uuid("00000000-0000-0000-0000-000000000000", "00000000-0000-0000-0000-000000000000") == ""
+    assert same_system_uuid("not-a-uuid", "not-a-uuid") == ""
+    assert same_system_uuid(UUID, "") == ""
+
+
+# -- Redfish ----------------------------------------------------------------------------------------
+
+
+def redfish_fetch(systems):
+    """A fake BMC: ``systems`` maps a system path to its UUID."""
+
+    def fetch(method, path, body=None):
+        if path == "/redfish/v1/Systems":
+            return {"Members": [{"@odata.id": p} for p in systems]}
+        return {"UUID": systems[path], "PowerState": "Off"}
+
+    return fetch
+
+
+def redfish(systems, system_id=None, **config):
+    return RedfishReader(dict({"address": "https://bmc.example", "system_id": system_id}, **config), fetch=redfish_fetch(systems))
+
+
+def test_redfish_uuid_matching_the_node_is_verified():
+    verdict = verify_identity(redfish({"/redfish/v1/Systems/w3": UUID}, "w3"), k8s_node())
+    assert verdict.verified and verdict.ok and UUID in verdict.detail
+
+
+def test_redfish_uuid_in_smbios_byte_order_is_verified_and_says_so():
+    verdict = verify_identity(redfish({"/redfish/v1/Systems/w3": UUID_SMBIOS}, "w3"), k8s_node())
+    assert verdict.verified and "SMBIOS byte order" in verdict.detail
+
+
+def test_the_only_system_counts_only_when_its_uuid_matches():
+    assert verify_identity(redfish({"/redfish/v1/Systems/1": UUID}), k8s_node()).verified
+    verdict = verify_identity(redfish({"/redfish/v1/Systems/1": OTHER}), k8s_node())
+    assert not verdict.ok and "another machine" in verdict.detail
+
+
+def test_several_systems_without_system_id_are_refused():
+    verdict = verify_identity(redfish({"/redfish/v1/Systems/a": UUID, "/redfish/v1/Systems/b": OTHER}), k8s_node())
+    assert not verdict.ok and "has 2 systems; set system_id" in verdict.detail
+
+
+def test_mismatch_is_refused_whatever_the_opt_out_says():
+    reader = redfish({"/redfish/v1/Systems/w4": OTHER}, "w4", identity_unverifiable_reason="trust me")
+    verdict = verify_identity(reader, k8s_node())
+    assert not verdict.ok and not verdict.opted_out and "NOT node w3's systemUUID" in verdict.detail
+
+
+def test_system_without_uuid_needs_the_opt_out():
+    def fetch(method, path, body=None):
+        return {"PowerState": "Off"}
+
+    reader = RedfishReader({"address": "https://bmc.example", "system_id": "w3"}, fetch=fetch)
+    refused = verify_identity(reader, k8s_node())
+    assert not refused.ok and "reports no UUID" in refused.detail and "identity_unverifiable_reason" in refused.detail
+    reader.config["identity_unverifiable_reason"] = "old iLO 2 without UUID, ticket 77"
+    accepted = verify_identity(reader, k8s_node())
+    assert accepted.ok and accepted.opted_out and not accepted.verified
+    assert "identity NOT verified" in accepted.detail and "ticket 77" in accepted.detail
+
+
+def test_node_without_system_uuid_cannot_be_matched():
+    verdict = verify_identity(redfish({"/redfish/v1/Systems/w3": UUID}, "w3"), k8s_node(system_uuid=""))
+    assert not verdict.ok and "reports no status.nodeInfo.systemUUID" in verdict.detail
+
+
+# -- IPMI, fence agents, command hooks --------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, rc, out, err=""):
+        self.answer = (rc, out, err)
+        self.calls = []
+
+    def __call__(self, argv, stdin_text, env, timeout):
+        self.calls.append({"argv": argv, "stdin": stdin_text, "env": env})
+        return self.answer
+
+
+def test_ipmi_system_guid_is_compared():
+    runner = Runner(0, f"System GUID  : {UUID_SMBIOS}\nTimestamp    : 01/01/1998 00:00:00\n")
+    reader = IpmiReader({"address": "10.0.0.5", "password": "pw"}, run=runner)
+    assert verify_identity(reader, k8s_node()).verified
+    assert runner.calls[0]["argv"][-2:] == ["mc", "guid"]
+    assert not verify_identity(reader, k8s_node(system_uuid=OTHER)).ok
+
+
+def test_ipmi_without_guid_is_not_identity():
+    reader = IpmiReader({"address": "10.0.0.5"}, run=Runner(0, "Invalid command\n"))
+    verdict = verify_identity(reader, k8s_node())
+    assert not verdict.ok and "no system GUID" in verdict.detail
+
+
+def test_fence_agent_without_a_plug_has_no_identity():
+    reader = FenceAgentReader({"agent": "fence_ipmilan", "address": "10.0.0.5"}, run=Runner(2, "Status: OFF\n"))
+    verdict = verify_identity(reader, k8s_node())
+    assert not verdict.ok and "no plug" in verdict.detail
+    reader.config["identity_unverifiable_reason"] = "one BMC per host, mapping reviewed"
+    assert verify_identity(reader, k8s_node()).opted_out
+
+
+def test_fence_agent_plug_is_the_per_node_identity():
+    reader = FenceAgentReader({"agent": "fence_apc", "address": "pdu1", "agent_options": {"plug": "12"}}, run=Runner(2, "Status: OFF\n"))
+    verdict = verify_identity(reader, k8s_node())
+    assert verdict.verified and "plug '12'" in verdict.detail
+    reader.status()
+    assert "plug=12" in reader.run.calls[-1]["stdin"].splitlines()
+
+
+def test_fence_agent_plug_that_is_a_uuid_is_compared():
+    config = {"agent": "fence_redfish", "address": "https://bmc", "system_id": OTHER}
+    verdict = verify_identity(FenceAgentReader(config, run=Runner(2, "Status: OFF\n")), k8s_node())
+    assert not verdict.ok and "another machine" in verdict.detail
+
+
+HOOK = r"""
+import json, sys
+request = json.load(sys.stdin)
+print(json.dumps({"power": "off", "detail": "stopped", "system_uuid": sys.argv[1]}))
+"""
+
+
+@pytest.mark.parametrize(("reported", "ok"), [(UUID, True), (OTHER, False), ("", False)])
+def test_command_hook_reports_system_uuid(tmp_path, reported, ok):
+    script = tmp_path / "hook.py"
+    script.write_text(HOOK)
+    reader = CommandReader({"command": [sys.executable, str(script), reported]}, "w3")
+    assert verify_identity(reader, k8s_node()).ok is ok
+
+
+# -- two readings some seconds apart ----------------------------------------------------------------
+
+
+class Sequence:
+    """A device whose readings follow ``states``; identity from ``uuids`` (one per identify call)."""
+
+    method = "redfish"
+
+    def __init__(self, states, uuids=None, config=None):
+        self.states = list(states)
+        self.uuids = list(uuids or [UUID] * len(states))
+        self.config = config or {}
+
+    def identify(self):
+        return Identity("system-uuid", self.uuids.pop(0), "fake")
+
+    def status(self):
+        return PowerReading(self.states.pop(0), self.method, "fake")
+
+
+def test_off_twice_is_off():
+    clock = Clock()
+    reading, verdict = confirm_off(Sequence(["off", "off"], config={"off_confirm_seconds": 3}), k8s_node(), clock)
+    assert reading.state == "off" and verdict.verified
+    assert clock.sleeps == [3] and "two readings 3s apart" in reading.detail
+
+
+def test_transient_off_of_a_rebooting_host_is_not_off():
+    reading, _verdict = confirm_off(Sequence(["off", "on"]), k8s_node(), Clock())
+    assert reading.state == "on" and "read OFF, then ON 5s later" in reading.detail
+
+
+def test_identity_must_hold_in_both_readings():
+    _reading, verdict = confirm_off(Sequence(["off", "off"], uuids=[UUID, OTHER]), k8s_node(), Clock())
+    assert not verdict.ok
+
+
+def test_on_is_not_confirmed_and_costs_no_wait():
+    clock = Clock()
+    reading, _verdict = confirm_off(Sequence(["on"]), k8s_node(), clock)
+    assert reading.state == "on" and clock.sleeps == []
+
+
+def test_identify_error_is_not_identity():
+    class Broken(Sequence):
+        def identify(self):
+            raise PowerError("connection refused")
+
+    verdict = verify_identity(Broken(["off"]), k8s_node())
+    assert not verdict.ok and "could not report which machine" in verdict.detail
