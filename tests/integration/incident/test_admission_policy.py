@@ -35,7 +35,7 @@ POLICY = "nodeguard-out-of-service-taint"
 OBJECTS = [
     ("validatingadmissionpolicybinding", POLICY, None),
     ("validatingadmissionpolicy", POLICY, None),
-    ("configmap", "nodeguard-admission", "nodeguard-system"),
+    ("configmap", "nodeguard-admission", "kube-system"),
 ]
 
 pytestmark = pytest.mark.resets_lab

@@ -130,7 +130,19 @@ def test_binding_uses_the_parameters_and_fails_closed_without_them():
     assert binding["paramRef"] == {"name": params["name"], "namespace": params["namespace"], "parameterNotFoundAction": "Deny"}
     assert policy()["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
     assert "Deny" in binding["validationActions"]
-    assert params["namespace"] == service_account()["metadata"]["namespace"]
+
+
+def test_the_remediation_service_account_cannot_change_its_own_guard():
+    """The parameters live where deploy/rbac/ grants no write: the job cannot allow itself to taint a Ready node."""
+    namespace = objects(ADMISSION)[("ConfigMap", "nodeguard-admission")]["metadata"]["namespace"]
+    assert namespace != service_account()["metadata"]["namespace"]
+    guarded = {"configmaps", "validatingadmissionpolicies", "validatingadmissionpolicybindings", "*"}
+    writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
+    for directory in (RBAC, OPT_IN):
+        for (kind, _), obj in objects(directory).items():
+            if kind == "ClusterRole" or (kind == "Role" and obj["metadata"]["namespace"] == namespace):
+                for rule in obj["rules"]:
+                    assert not (guarded & set(rule["resources"]) and writes & set(rule["verbs"])), (obj["metadata"]["name"], rule)
 
 
 def test_apply_order_puts_the_parameters_before_the_binding():
