@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Release check: what a user installs from the built artifact works.
 #   1. `ansible-galaxy collection build` from the work tree; the artifact holds only files git would
-#      commit (no lab/.state keys, caches or build output leaking in through build_ignore gaps).
+#      commit (no lab/.state keys, caches or build output leaking in through build_ignore gaps), none of
+#      the development tree (lab, bench, scripts, molecule, tests, benchmark raw data, dot files, dev
+#      configuration), and every file users need (plugins, roles, playbooks, meta, extensions, deploy,
+#      docs, changelogs, README.md, LICENSE). The two lists below are the policy; galaxy.yml
+#      build_ignore is how it is carried out.
 #   2. Install it into a clean collections path (dependencies come from the ansible package, offline).
 #   3. From that installed copy only: ansible-doc for every module, filter and role by FQCN;
 #      antsibull-docs lint-collection-docs (documentation markup and references);
-#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook alias.
+#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook alias;
+#      one `module_defaults: group/nodeguard.failover.k8s:` entry reaches every member of the group.
 #   4. antsibull-changelog: fragments lint, and a release dry run on a scratch copy renders CHANGELOG.rst.
 # Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path; its
 # ansible.cfg points at the installed artifact, see tests/integration/release/)
@@ -25,11 +30,36 @@ ANSIBLE_CONFIG="$repo/ansible.cfg" ansible-galaxy collection build --output-path
 artifact=$(ls "$work"/dist/nodeguard-failover-*.tar.gz)
 echo "artifact: $(basename "$artifact") ($(du -k "$artifact" | cut -f1) KiB)"
 
-git ls-files --cached --others --exclude-standard | sort > "$work/git-files"
+git ls-files --cached --others --exclude-standard \
+  | while IFS= read -r f; do [ -e "$f" ] && printf '%s\n' "$f"; done | sort > "$work/git-files"
 tar -tzf "$artifact" | grep -v '/$' | grep -vxE 'MANIFEST.json|FILES.json' | sort > "$work/artifact-files"
 leaked=$(comm -13 "$work/git-files" "$work/artifact-files")
 [ -z "$leaked" ] || fail "the artifact holds files git ignores (add them to galaxy.yml build_ignore):
 $(head -20 <<< "$leaked")"
+
+# What ships. keep_out: the development tree (plus every top-level dot file or directory);
+# ships: what users need. Each list is a set of paths (a file, or a directory and all under it).
+keep_out=(lab bench scripts molecule tests docs/benchmarks/raw docs/tools Makefile ruff.toml ansible.cfg requirements.txt)
+ships=(plugins roles playbooks meta extensions deploy docs changelogs README.md LICENSE)
+paths_re() { local IFS='|'; local joined="$*"; printf '^(%s)(/|$)' "${joined//./\\.}"; }
+keep_out_re="$(paths_re "${keep_out[@]}")|^\."
+ships_re=$(paths_re "${ships[@]}")
+offenders=$(grep -E "$keep_out_re" "$work/artifact-files" || true)
+[ -z "$offenders" ] || fail "the artifact ships development files (keep them out with galaxy.yml build_ignore):
+$offenders"
+unexpected=$(grep -vE "$ships_re" "$work/artifact-files" || true)
+[ -z "$unexpected" ] || fail "the artifact holds files outside what users need (${ships[*]}); ship them (add to
+ships in scripts/release-test.sh) or keep them out (galaxy.yml build_ignore and keep_out):
+$unexpected"
+missing=$({ grep -E "$ships_re" "$work/git-files" || true; } | { grep -vE "$keep_out_re" || true; } | comm -23 - "$work/artifact-files")
+[ -z "$missing" ] || fail "user-facing files are missing from the artifact (too broad a galaxy.yml build_ignore?):
+$missing"
+ee_files=$(python -c 'import sys, yaml; print(" ".join(yaml.safe_load(open(sys.argv[1]))["dependencies"].values()))' \
+  meta/execution-environment.yml)
+for f in README.md LICENSE meta/runtime.yml meta/execution-environment.yml $ee_files changelogs/changelog.yaml; do
+  grep -qxF "$f" "$work/artifact-files" || fail "the artifact has no $f"
+done
+echo "  ok $(wc -l < "$work/artifact-files") files: ${ships[*]}; none of ${keep_out[*]} or top-level dot files"
 
 # 2. Install into a clean collections path; nothing of the work tree is visible from here on.
 step "ansible-galaxy collection install (clean path, offline)"
@@ -95,6 +125,12 @@ for pb in "$installed"/playbooks/*.yml; do
     || fail "nodeguard.failover.$name did not resolve to the installed artifact: $(cat "$work/pb.out")"
   echo "  ok nodeguard.failover.$name"
 done
+
+# 3d. module_defaults: one group entry sets the cluster connection of every member (meta/runtime.yml).
+step "module_defaults group/nodeguard.failover.k8s"
+ansible-playbook "$repo/tests/unit/release/module_defaults_k8s_group.yml" --check >"$work/md.out" 2>&1 \
+  || fail "module_defaults for group/nodeguard.failover.k8s did not reach every member: $(tail -15 "$work/md.out")"
+echo "  ok group/nodeguard.failover.k8s reaches node_outage, node_recover, kubernetes.core.k8s_info, k8s_cluster_info"
 
 # 4. Changelog.
 step "antsibull-changelog lint + release dry run"
