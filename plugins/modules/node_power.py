@@ -13,6 +13,9 @@ description:
     matches, with retries and exponential backoff.
   - There is no reboot action on purpose. Before the out-of-service taint a reboot could bring the node
     back with its volumes still attached elsewhere.
+  - Also returns which machine the device says it controls (RV(identity)), to compare with the Node's
+    C(status.nodeInfo.systemUUID) when writing a power mapping. This module has no cluster access, so it does
+    not check that identity itself; node_outage and node_recover do.
 author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
@@ -75,6 +78,22 @@ detail:
   description: What the source said.
   returned: always
   type: str
+identity:
+  description:
+    - What the device reports about the machine it controls (Redfish C(UUID), IPMI system GUID, fence agent plug,
+      hook C(system_uuid)), or why it reports nothing.
+  returned: always
+  type: dict
+  contains:
+    kind:
+      description: V(system-uuid), V(plug), or V(none) when the device showed no identity.
+      type: str
+    value:
+      description: The UUID or plug; empty for V(none).
+      type: str
+    detail:
+      description: What was read, or the error.
+      type: str
 attempts:
   description: One line per try of the action.
   returned: when an action was sent
@@ -106,6 +125,11 @@ def main():
             raise PowerError("node_power reads real power sources only; manual attestation belongs to node_outage")
         reader = reader_for(p["power"], p["node"])
         reading = reader.status()
+        try:
+            shown = reader.identify()
+            identity = {"kind": shown.kind, "value": shown.value, "detail": shown.detail}
+        except PowerError as e:
+            identity = {"kind": "none", "value": "", "detail": str(e)}
         attempts = []
         changed = p["state"] != "status" and reading.state != p["state"]
         if changed and not module.check_mode:
@@ -115,7 +139,7 @@ def main():
                 reading, attempts = set_power(reader, "on", p["retries"], p["backoff_seconds"], p["confirm_timeout"], Clock())
     except NodeguardError as e:
         module.fail_json(msg=str(e), node=p["node"])
-    module.exit_json(changed=changed, power=reading.state, detail=reading.detail, attempts=attempts)
+    module.exit_json(changed=changed, power=reading.state, detail=reading.detail, identity=identity, attempts=attempts)
 
 
 if __name__ == "__main__":
