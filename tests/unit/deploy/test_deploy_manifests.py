@@ -65,6 +65,18 @@ def test_default_rbac_cannot_delete_volume_attachments():
     assert grants(RBAC, "storage.k8s.io", "volumeattachments") == {"list"}
 
 
+def test_default_rbac_lets_the_job_keep_its_incident_history():
+    """incident/history.py reads, creates and replaces ConfigMaps in the lock namespace (nodeguard-system)."""
+    namespace = service_account()["metadata"]["namespace"]
+    verbs = set()
+    for (kind, _), obj in objects(RBAC).items():
+        if kind == "Role" and obj["metadata"]["namespace"] == namespace:
+            for rule in obj["rules"]:
+                if "configmaps" in rule["resources"] and not rule.get("resourceNames"):
+                    verbs.update(rule["verbs"])
+    assert verbs == {"get", "create", "update"}
+
+
 def test_opt_in_role_grants_only_volume_attachment_delete_to_the_service_account():
     opt_in = objects(OPT_IN)
     (role,) = [o for (kind, _), o in opt_in.items() if kind == "ClusterRole"]
