@@ -2,10 +2,14 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Safe editing of YAML configuration files on a node.
 
-One function, ``edit_yaml_file``, does the careful part for every file module:
+``run_file_module`` is the ``main()`` of every file module (one argument spec, one failure path);
+each module only says which file to edit and how (a ``FileEdit``). ``edit_yaml_file`` does the
+careful part:
 
 1. read the file and remember its SHA-256 (optionally compare with ``expected_checksum``);
+   refuse an existing file with no YAML in it unless the module says empty is valid or ``create`` is set;
 2. parse it with a comment-preserving round trip and let a renderer change the document;
+   every line the renderer did not change is written back byte for byte (``yamldoc.dump``);
 3. if nothing changed, stop (idempotence); in check mode, report the diff and stop;
 4. re-read the checksum just before writing and refuse if someone changed the file meanwhile;
 5. keep a timestamped backup, then replace the file atomically (``module.atomic_move``
@@ -20,9 +24,10 @@ import re
 import shutil
 import tempfile
 import time
+from collections import namedtuple
 
-from ansible.module_utils.basic import missing_required_lib
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 # Options every file-editing module shares; documented in doc fragment nodeguard.failover.file_edit.
@@ -35,18 +40,35 @@ FILE_EDIT_ARGUMENT_SPEC = {
 # Mode of files this collection creates (they can hold tokens, e.g. RKE2 config.yaml).
 NEW_FILE_MODE = 0o600
 
-# Keys whose values never appear in a diff: RKE2/k3s join tokens and datastore URLs, RKE1 SSH keys
-# and registry passwords. The file itself keeps them; only the reported text is masked.
-_SECRET_KEY = re.compile(
-    r"^(?P<indent>\s*(?:-\s+)?)(?P<key>[\w.+-]*(?:token|password|passwd|secret|ssh_key|private_key|access_key|"
-    r"datastore-endpoint)[\w.+-]*)\s*:(?P<rest>.*)$",
-    re.IGNORECASE,
+# Names whose values never appear in a diff, a change line or a returned flag: RKE2/k3s join tokens,
+# etcd S3 keys and datastore URLs, RKE1 SSH keys and registry passwords. Both spellings
+# (etcd-s3-access-key, etcd_s3_access_key) and camelCase. The file itself keeps them.
+_SECRET_WORDS = (
+    r"token|password|passwd|secret|(?:access|private|ssh|api|session|encryption)[-_]?key|key[-_]?data"
+    r"|datastore[-_]?endpoint"
 )
+_SECRET_NAME = re.compile(rf"^-{{0,2}}[\w.+-]*(?:{_SECRET_WORDS})[\w.+-]*$", re.IGNORECASE)
+_KEPT_ELSEWHERE = re.compile(r"[-_]?(?:path|file|dir)$", re.IGNORECASE)  # where a secret is kept is no secret
+# "key: value" and "- key: value" lines, and "- flag=value" list items (RKE2 *-arg lists, static pod commands).
+_KEY_LINE = re.compile(r"^(?P<indent>\s*(?:-\s+)*)(?P<quote>[\"']?)(?P<key>[\w.+-]+)(?P=quote)\s*:(?P<rest>(?:\s.*)?)$")
+_FLAG_ITEM = re.compile(r"^(?P<indent>\s*-\s+)(?P<quote>[\"']?)(?P<key>-{0,2}[\w.+-]+)=(?P<rest>.*)$")
 REDACTED = "<redacted by nodeguard.failover>"
+_NOT_SECRET_VALUES = ("", "{}", "[]", "true", "false", "null", "~")  # e.g. RKE2 "secrets-encryption: true"
+
+
+def is_secret_name(name) -> bool:
+    """True for key and flag names whose values are secrets (token, etcd-s3-access-key, ssh_key, ...)."""
+    name = str(name)
+    return bool(_SECRET_NAME.match(name)) and not _KEPT_ELSEWHERE.search(name)
+
+
+def _is_secret(name, value) -> bool:
+    value = re.sub(r"\s+#.*$", "", str(value)).strip().strip("\"'").lower()
+    return is_secret_name(name) and value not in _NOT_SECRET_VALUES
 
 
 def redact_secrets(text: str) -> str:
-    """The text with the values of secret-looking keys (and their block scalars) masked."""
+    """The text with the values of secret-looking keys and flag items (and their block scalars) masked."""
     lines = []
     hidden_deeper_than = None
     for line in text.splitlines(keepends=True):
@@ -55,16 +77,42 @@ def redact_secrets(text: str) -> str:
             if not line.strip() or indent > hidden_deeper_than:
                 continue
             hidden_deeper_than = None
-        match = _SECRET_KEY.match(line)
-        if match and re.search(r"[_-](path|file|dir)$", match.group("key")):
-            match = None  # where a secret is kept is no secret
-        if match and match.group("rest").strip() not in ("", "{}", "[]"):
-            lines.append(f"{match.group('indent')}{match.group('key')}: {REDACTED}\n")
+        match = _KEY_LINE.match(line.rstrip("\r\n"))
+        if match and _is_secret(match.group("key"), match.group("rest")):
+            quote = match.group("quote")
+            lines.append(f"{match.group('indent')}{quote}{match.group('key')}{quote}: {REDACTED}\n")
             if match.group("rest").strip()[:1] in ("|", ">"):
                 hidden_deeper_than = indent
             continue
+        match = _FLAG_ITEM.match(line.rstrip("\r\n"))
+        if match and _is_secret(match.group("key"), match.group("rest")):
+            quote = match.group("quote")
+            lines.append(f"{match.group('indent')}{quote}{match.group('key')}={REDACTED}{quote}\n")
+            continue
         lines.append(line)
     return "".join(lines)
+
+
+def redact_flags(flags: dict) -> dict:
+    """``{name: value}`` with the values of secret-looking names masked, for a module's return values."""
+    return {name: REDACTED if _is_secret(name, value) else value for name, value in flags.items()}
+
+
+def redact_command(command: list) -> list:
+    """A command line with the values of secret-looking ``--flag=value`` items masked."""
+    redacted = []
+    for item in command:
+        name, equals, value = str(item).partition("=")
+        redacted.append(f"{name}={REDACTED}" if equals and _is_secret(name, value) else item)
+    return redacted
+
+
+def _redact_change(change: str) -> str:
+    """A change line ("where: name old -> new") without the values when it is about a secret-looking name."""
+    for word in re.split(r"[\s:]+", change):
+        if is_secret_name(word):
+            return change[: change.index(word) + len(word)] + f" {REDACTED}"
+    return change
 
 
 def require_yaml_library(module) -> None:
@@ -139,17 +187,53 @@ def _write_atomically(module, path: str, text: str, creating: bool) -> None:
             os.unlink(temporary)
 
 
-def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: str | None = None) -> dict:
-    """Apply ``render(document) -> Rendered(document, changes)`` to the YAML file at ``path``.
+# What a file module edits, as its plan() returns it:
+#   path: the file; render(document) -> renderers' Rendered(document, changes);
+#   report(document) -> extra return values read from the document after the change (or None);
+#   create: write a new file when it is missing (or empty); empty_ok: an existing empty file is valid input;
+#   backup_dir: default backup directory; result: fixed extra return values.
+FileEdit = namedtuple("FileEdit", "path render report create empty_ok backup_dir result")
+FileEdit.__new__.__defaults__ = (None, False, False, None, None)
+
+
+def run_file_module(options: dict, plan) -> None:
+    """The ``main()`` of every file module: arguments, ruamel.yaml check, the edit, one failure path.
+
+    ``options`` is the module's own argument spec (the shared file options are added here);
+    ``plan(params)`` returns the FileEdit to carry out.
+    """
+    module = AnsibleModule(argument_spec=dict(options, **FILE_EDIT_ARGUMENT_SPEC), supports_check_mode=True)
+    require_yaml_library(module)
+    path = module.params.get("path")
+    try:
+        edit = plan(module.params)
+        path = edit.path
+        result = edit_yaml_file(module, edit)
+    except NodeguardError as error:
+        module.fail_json(msg=str(error), path=path, changes=[])
+    module.exit_json(**result)
+
+
+def _refuse_empty(path: str, create_option: bool) -> None:
+    hint = "; set create=true to write a new file in its place" if create_option else ""
+    raise FileEditError(
+        f"{path} exists but is empty (no YAML in it, at most comments); refusing to treat it as a new file, which would "
+        f"drop every setting the file should have. Restore it (for example from a backup){hint}. Nothing changed."
+    )
+
+
+def edit_yaml_file(module, edit: FileEdit) -> dict:
+    """Apply ``edit.render`` to the YAML file ``edit.path``.
 
     Returns the module result: changed, path, changes, diff, checksum, previous_checksum,
-    backup_file (when a backup was written). Raises FileEditError and changes nothing on any
-    problem. ``backup_dir`` overrides the module's ``backup_dir`` option default.
+    backup_file (when a backup was written), plus edit.report() and edit.result.
+    Raises FileEditError and changes nothing on any problem.
     """
     params = module.params
+    path = edit.path
     data = _read_bytes(path)
     creating = data is None
-    if creating and not create:
+    if creating and not edit.create:
         raise FileEditError(f"{path} does not exist")
     if creating and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
         raise FileEditError(f"cannot create {path}: its directory does not exist")
@@ -160,9 +244,14 @@ def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: 
         found = checksum or "(missing)"
         raise FileEditError(f"{path} has SHA-256 {found}, not the expected_checksum {expected}; nothing changed")
 
+    if not creating and yamldoc.is_empty(text) and not (edit.empty_ok or edit.create):
+        _refuse_empty(path, "create" in params)
     document = yamldoc.load(text, path)
-    rendered = render(document)
-    result = {"changed": False, "path": path, "changes": list(rendered.changes), "checksum": checksum, "previous_checksum": checksum}
+    rendered = edit.render(document)
+    result = {"changed": False, "path": path, "changes": [_redact_change(change) for change in rendered.changes]}
+    result.update(checksum=checksum, previous_checksum=checksum, **(edit.result or {}))
+    if edit.report:
+        result.update(edit.report(rendered.document))
     if not rendered.changes:  # nothing to set: not even a new empty file
         return result
 
@@ -185,7 +274,7 @@ def edit_yaml_file(module, path: str, render, create: bool = False, backup_dir: 
     if (now is None) != creating or (now is not None and sha256_of(now) != checksum):
         raise FileEditError(f"{path} changed on disk since it was read; nothing written, run again")
     if params.get("backup") and not creating:
-        result["backup_file"] = _backup(module, path, params.get("backup_dir") or backup_dir)
+        result["backup_file"] = _backup(module, path, params.get("backup_dir") or edit.backup_dir)
     try:
         # Like lineinfile: edit the file a symlink points to, keep the link.
         _write_atomically(module, os.path.realpath(path), new_text, creating)

@@ -90,43 +90,28 @@ previous_checksum:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file, require_yaml_library
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, run_file_module
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet
 
-
-def argument_spec() -> dict:
-    spec = {
-        "path": {"type": "path", "default": "/var/lib/kubelet/config.yaml"},
-        "settings": {"type": "dict", "required": True},
-        "create": {"type": "bool", "default": False},
-    }
-    spec.update(FILE_EDIT_ARGUMENT_SPEC)
-    return spec
+OPTIONS = {
+    "path": {"type": "path", "default": "/var/lib/kubelet/config.yaml"},
+    "settings": {"type": "dict", "required": True},
+    "create": {"type": "bool", "default": False},
+}
 
 
-def run(module) -> dict:
-    path = module.params["path"]
-    result = {}
-
-    def render(document):
-        rendered = kubelet.render(document, module.params["settings"], path)
-        result["settings"] = kubelet.read_settings(rendered.document, path)
-        return rendered
-
-    result.update(edit_yaml_file(module, path, render, create=module.params["create"]))
-    return result
+def plan(params) -> FileEdit:
+    path = params["path"]
+    return FileEdit(
+        path,
+        render=lambda document: kubelet.render(document, params["settings"], path),
+        report=lambda document: {"settings": kubelet.read_settings(document, path)},
+        create=params["create"],
+    )
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    require_yaml_library(module)
-    try:
-        result = run(module)
-    except NodeguardError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(**result)
+    run_file_module(OPTIONS, plan)
 
 
 if __name__ == "__main__":

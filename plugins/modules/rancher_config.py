@@ -101,44 +101,31 @@ previous_checksum:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file, require_yaml_library
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, run_file_module
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rancher
 
-
-def argument_spec() -> dict:
-    spec = {
-        "distribution": {"type": "str", "required": True, "choices": list(rancher.DISTRIBUTIONS)},
-        "path": {"type": "path"},
-        "args": {"type": "dict", "required": True},
-        "create": {"type": "bool", "default": False},
-    }
-    spec.update(FILE_EDIT_ARGUMENT_SPEC)
-    return spec
+OPTIONS = {
+    "distribution": {"type": "str", "required": True, "choices": list(rancher.DISTRIBUTIONS)},
+    "path": {"type": "path"},
+    "args": {"type": "dict", "required": True},
+    "create": {"type": "bool", "default": False},
+}
 
 
-def run(module) -> dict:
-    params = module.params
+def plan(params) -> FileEdit:
     path = params["path"] or os.path.join(rancher.config_dir(params["distribution"]), "config.yaml")
     drop_in = rancher.is_drop_in(path)
-
-    def render(document):
-        return rancher.render(document, params["args"], path, drop_in=drop_in)
-
-    result = edit_yaml_file(module, path, render, create=params["create"])
-    result["drop_in"] = drop_in
-    return result
+    return FileEdit(
+        path,
+        render=lambda document: rancher.render(document, params["args"], path, drop_in=drop_in),
+        create=params["create"],
+        empty_ok=True,  # RKE2 and k3s start with an empty config.yaml: every setting has a default
+        result={"drop_in": drop_in},
+    )
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    require_yaml_library(module)
-    try:
-        result = run(module)
-    except NodeguardError as error:
-        module.fail_json(msg=str(error), path=module.params.get("path"))
-    module.exit_json(**result)
+    run_file_module(OPTIONS, plan)
 
 
 if __name__ == "__main__":

@@ -85,45 +85,33 @@ previous_checksum:
   type: str
 """
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import FILE_EDIT_ARGUMENT_SPEC, edit_yaml_file, require_yaml_library
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, redact_flags, run_file_module
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rke1
 
-
-def argument_spec() -> dict:
-    spec = {
-        "path": {"type": "path", "required": True},
-        "services": {"type": "dict", "required": True},
-    }
-    spec.update(FILE_EDIT_ARGUMENT_SPEC)
-    return spec
+OPTIONS = {
+    "path": {"type": "path", "required": True},
+    "services": {"type": "dict", "required": True},
+}
 
 
-def run(module) -> dict:
-    path = module.params["path"]
-    result = {}
+def plan(params) -> FileEdit:
+    path = params["path"]
 
-    def render(document):
-        rendered = rke1.render(document, module.params["services"], path)
-        current = rke1.read_settings(rendered.document, path)
-        result["extra_args"] = {
-            service: {flag: values[-1] for flag, values in flags.items()} for service, flags in current.items() if flags
+    def report(document):
+        current = rke1.read_settings(document, path)
+        return {
+            "extra_args": {
+                service: redact_flags({flag: values[-1] for flag, values in flags.items()})
+                for service, flags in current.items()
+                if flags
+            }
         }
-        return rendered
 
-    result.update(edit_yaml_file(module, path, render))
-    return result
+    return FileEdit(path, render=lambda document: rke1.render(document, params["services"], path), report=report)
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    require_yaml_library(module)
-    try:
-        result = run(module)
-    except NodeguardError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(**result)
+    run_file_module(OPTIONS, plan)
 
 
 if __name__ == "__main__":

@@ -106,25 +106,15 @@ previous_checksum:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import (
-    FILE_EDIT_ARGUMENT_SPEC,
-    edit_yaml_file,
-    require_yaml_library,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, redact_command, run_file_module
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import static_pod
 
-
-def argument_spec() -> dict:
-    spec = {
-        "path": {"type": "path", "required": True},
-        "container": {"type": "str"},
-        "flags": {"type": "dict", "default": {}},
-        "feature_gates": {"type": "dict"},
-    }
-    spec.update(FILE_EDIT_ARGUMENT_SPEC)
-    return spec
+OPTIONS = {
+    "path": {"type": "path", "required": True},
+    "container": {"type": "str"},
+    "flags": {"type": "dict", "default": {}},
+    "feature_gates": {"type": "dict"},
+}
 
 
 def default_backup_dir(manifest: str) -> str:
@@ -132,29 +122,19 @@ def default_backup_dir(manifest: str) -> str:
     return os.path.join(os.path.dirname(manifest_dir), "nodeguard-backups")
 
 
-def run(module) -> dict:
-    params = module.params
+def plan(params) -> FileEdit:
     path = params["path"]
     container = params["container"] or os.path.splitext(os.path.basename(path))[0]
-    result = {}
-
-    def render(document):
-        rendered = static_pod.render(document, container, params["flags"], params["feature_gates"], path)
-        result["command"] = static_pod.command_of(rendered.document, container, path)
-        return rendered
-
-    result.update(edit_yaml_file(module, path, render, backup_dir=default_backup_dir(path)))
-    return result
+    return FileEdit(
+        path,
+        render=lambda document: static_pod.render(document, container, params["flags"], params["feature_gates"], path),
+        report=lambda document: {"command": redact_command(static_pod.command_of(document, container, path))},
+        backup_dir=default_backup_dir(path),
+    )
 
 
 def main():
-    module = AnsibleModule(argument_spec=argument_spec(), supports_check_mode=True)
-    require_yaml_library(module)
-    try:
-        result = run(module)
-    except NodeguardError as error:
-        module.fail_json(msg=str(error))
-    module.exit_json(**result)
+    run_file_module(OPTIONS, plan)
 
 
 if __name__ == "__main__":

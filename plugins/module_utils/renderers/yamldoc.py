@@ -8,9 +8,11 @@ quoting and unknown fields, and change only what a renderer changed.
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 import traceback
+from collections import Counter
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 
@@ -31,8 +33,15 @@ else:
 # Name for missing_required_lib() and the "requirements" section of the module docs.
 RUAMEL_REQUIREMENT = "ruamel.yaml (Debian: python3-ruamel.yaml; pip: ruamel.yaml)"
 
-_SEQUENCE_DASH = re.compile(r"^(\s*)- ")
-_MAPPING_KEY = re.compile(r"^(\s*)[^\s#-][^:]*:(\s|$)")
+# One line of a YAML file, after its indentation and any "- " item markers: an optional key, then the value.
+_CONTENT = re.compile(
+    r"""^(?P<indent> *)(?P<dashes>(?:-(?: +|$))*)"""
+    r"""(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#"'{\[\]},&*!|>%@`-][^#]*?|-[^\s#][^#]*?)\s*:(?=\s|$))?"""
+    r"""\s*(?P<value>.*)$"""
+)
+_BLOCK_SCALAR = re.compile(r"^[|>][0-9+-]*\s*(?:#.*)?$")
+BLANK, COMMENT, SCALAR, MARKER, CONTENT = "blank", "comment", "scalar", "marker", "content"
+DEFAULT_STYLE = (2, 0)  # (mapping indent, dash offset) of kubeadm output
 
 
 def require_ruamel() -> None:
@@ -43,39 +52,110 @@ def require_ruamel() -> None:
         )
 
 
-def _guess_style(text: str) -> tuple[int, int]:
-    """Return (mapping indent, dash offset) used by the text, so a dump looks like the original.
+class Line:
+    """What one line of a YAML file is: blank, comment, block scalar text, document marker or content."""
 
-    kubeadm writes sequences flush with their parent key ("- item", offset 0);
-    hand-written RKE2 configs often indent them ("  - item", offset 2).
-    """
-    mapping_indent = None
-    dash_offset = None
-    previous_key_indent = None
-    for line in text.splitlines():
-        if not line.strip() or line.lstrip().startswith("#"):
+    def __init__(self, kind, indent=0, dash=None, key_column=None, opens_block=False):
+        self.kind = kind
+        self.indent = indent
+        self.dash = dash  # column of the last "- " item marker, or None
+        self.key_column = key_column  # column where the key starts, or None
+        self.opens_block = opens_block  # "key:" with nothing after it: a nested block follows
+
+
+def scan(lines: list) -> list:
+    """Classify each line, so indentation and comments can be found without being fooled by block scalars."""
+    kinds = []
+    scalar_owner = None  # lines indented deeper than this column belong to a block scalar (| or >)
+    for line in lines:
+        text = line.rstrip("\r\n")
+        indent = len(text) - len(text.lstrip(" "))
+        if not text.strip():
+            kinds.append(Line(BLANK, indent))
             continue
-        dash = _SEQUENCE_DASH.match(line)
-        if dash and dash_offset is None and previous_key_indent is not None:
-            dash_offset = max(0, len(dash.group(1)) - previous_key_indent)
-        key = _MAPPING_KEY.match(line)
-        if key:
-            indent = len(key.group(1))
-            if mapping_indent is None and previous_key_indent is not None and indent > previous_key_indent:
-                mapping_indent = indent - previous_key_indent
-            previous_key_indent = indent
-        if mapping_indent is not None and dash_offset is not None:
-            break
-    return mapping_indent or 2, dash_offset if dash_offset is not None else 0
+        if scalar_owner is not None and indent > scalar_owner:
+            kinds.append(Line(SCALAR, indent))
+            continue
+        scalar_owner = None
+        if text.lstrip().startswith("#"):
+            kinds.append(Line(COMMENT, indent))
+            continue
+        if text.startswith(("---", "...", "%")):
+            kinds.append(Line(MARKER, indent))
+            continue
+        match = _CONTENT.match(text)
+        dashes = match.group("dashes")
+        dash = text.rindex("-", 0, indent + len(dashes)) if dashes else None
+        key_column = indent + len(dashes) if match.group("key") else None
+        value = match.group("value")
+        kinds.append(Line(CONTENT, indent, dash, key_column, key_column is not None and (not value or value.startswith("#"))))
+        if _BLOCK_SCALAR.match(value):
+            scalar_owner = key_column if key_column is not None else dash
+    return kinds
 
 
-def _yaml(text: str = "") -> YAML:
+def _guess_style(kinds: list):
+    """(mapping indent, dash offset) these lines use, each None when the lines do not show it.
+
+    Both are measured from a "key:" line that opens a block to the first line of that block:
+    a nested key gives the mapping indent, an item marker gives the dash offset. kubeadm writes
+    sequences flush with their parent key ("- item", offset 0); hand-written RKE1 and RKE2 files
+    often indent them ("  - item", offset 2). The content of a list item ("- address: x" /
+    "  user: y") says nothing about either.
+    """
+    indents, offsets = Counter(), Counter()
+    previous = None
+    for line in kinds:
+        if line.kind != CONTENT:
+            continue
+        if previous is not None and previous.opens_block:
+            if line.dash is not None and line.indent >= previous.key_column:
+                offsets[line.indent - previous.key_column] += 1
+            elif line.dash is None and line.indent > previous.key_column:
+                indents[line.indent - previous.key_column] += 1
+        previous = line
+    return (indents.most_common(1)[0][0] if indents else None, offsets.most_common(1)[0][0] if offsets else None)
+
+
+def _segments(lines: list, kinds: list) -> list:
+    """[(top-level key line or None, first, end)]: the lines before the first top-level key, then one block per key."""
+    segments = [[None, 0, 0]]
+    for number, (line, kind) in enumerate(zip(lines, kinds)):
+        if kind.kind == CONTENT and kind.indent == 0 and kind.dash is None and kind.key_column is not None:
+            segments.append([line.split(":", 1)[0] if not line.startswith(("'", '"')) else line, number, number])
+        segments[-1][2] = number + 1
+    return [tuple(segment) for segment in segments]
+
+
+def _styles(text: str):
+    """The file's default style and the style of each top-level block that shows one of its own."""
+    lines = _lines(text)
+    kinds = scan(lines)
+    whole = _guess_style(kinds)
+    default = (whole[0] or DEFAULT_STYLE[0], whole[1] if whole[1] is not None else DEFAULT_STYLE[1])
+    per_block = {}
+    for key, first, end in _segments(lines, kinds):
+        mapping, offset = _guess_style(kinds[first:end])
+        per_block[key] = (mapping or default[0], offset if offset is not None else default[1])
+    return default, per_block
+
+
+def _lines(text: str) -> list:
+    """Lines with their "\\n" (only "\\n" ends a line in YAML files here, unlike str.splitlines)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _yaml(style=DEFAULT_STYLE, explicit_start: bool = False) -> YAML:
+    mapping_indent, dash_offset = style
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     yaml.width = 4096  # never fold long command lines
-    mapping_indent, dash_offset = _guess_style(text)
     yaml.indent(mapping=mapping_indent, sequence=dash_offset + 2, offset=dash_offset)
-    yaml.explicit_start = text.lstrip().startswith("---")
+    yaml.explicit_start = explicit_start
     # ruamel writes None as an empty value; Kubernetes files (kubeadm output) spell it "null".
     yaml.representer.add_representer(type(None), _represent_null)
     return yaml
@@ -85,13 +165,24 @@ def _represent_null(representer, _data):
     return representer.represent_scalar("tag:yaml.org,2002:null", "null")
 
 
+def _yaml_error(error, source: str) -> FileEditError:
+    """What is wrong and where, without quoting the file (the offending line may hold a token)."""
+    problem = getattr(error, "problem", None) or type(error).__name__
+    problem = re.sub(r" with value .*", "", problem.splitlines()[0])  # duplicate keys: name the key, not its values
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    context = getattr(error, "context", None)
+    context = f" ({context})" if context else ""
+    return FileEditError(f"{source} is not valid YAML: {problem}{where}{context}")
+
+
 def load(text: str, source: str):
     """Parse one YAML document whose top level is a mapping; FileEditError otherwise."""
     require_ruamel()
     try:
-        document = _yaml(text).load(text)
+        document = _yaml().load(text)
     except YAMLError as error:
-        raise FileEditError(f"{source} is not valid YAML: {error}") from None
+        raise _yaml_error(error, source) from None
     if document is None:
         return CommentedMap()
     if not isinstance(document, dict):
@@ -101,12 +192,161 @@ def load(text: str, source: str):
     return document
 
 
-def dump(document, like_text: str = "") -> str:
-    """Serialise a document in the indentation style of ``like_text`` (its original text)."""
-    require_ruamel()
+def is_empty(text: str) -> bool:
+    """True when the text holds no YAML at all: nothing, blank lines or comments only."""
+    return all(line.kind in (BLANK, COMMENT, MARKER) for line in scan(_lines(text)))
+
+
+def _dump_with(document, style, explicit_start: bool) -> str:
     stream = io.StringIO()
-    _yaml(like_text).dump(document, stream)
+    _yaml(style, explicit_start).dump(document, stream)
     return stream.getvalue()
+
+
+def _dump_styled(document, like_text: str) -> str:
+    """ruamel's text of the document, each top-level block in the indentation style that block has in ``like_text``."""
+    explicit_start = like_text.lstrip().startswith("---")
+    default, per_block = _styles(like_text)
+    text = _dump_with(document, default, explicit_start)
+    styles = set(per_block.values()) - {default}
+    if not styles:
+        return text
+    texts = {default: text}
+    texts.update((style, _dump_with(document, style, explicit_start)) for style in styles)
+    split = {}
+    for style, styled in texts.items():
+        lines = _lines(styled)
+        split[style] = (lines, _segments(lines, scan(lines)))
+    keys = [key for key, _first, _end in split[default][1]]
+    if any([key for key, _first, _end in segments] != keys for _lines_, segments in split.values()):
+        return text  # the blocks do not line up (unusual keys): one style for the whole file
+    assembled = []
+    for number, key in enumerate(keys):
+        lines, segments = split[per_block.get(key, default)]
+        _key, first, end = segments[number]
+        assembled.extend(lines[first:end])
+    return "".join(assembled)
+
+
+def _hunks(base: list, other: list) -> list:
+    """[(first, end, lines)]: where ``other`` replaces base[first:end] with ``lines``."""
+    matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
+    return [(i1, i2, other[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def _keep_comments(hunk, base: list, kinds: list):
+    """The hunk without removing comment lines and the blank lines that separate blocks: they are the owner's.
+
+    ruamel hangs the comment and blank lines that follow a list item or a value on that item, so
+    removing the last list item (or a whole key) would remove the comment or blank line that
+    introduces the next key. Kept: every comment line, a blank line after a kept comment, and the
+    blank lines among the comments and blank lines that end the removed lines (unless a blank line
+    is already right before them).
+    """
+    first, end, lines = hunk
+    if all(kinds[number].kind == CONTENT or kinds[number].kind == SCALAR for number in range(first, end)):
+        return hunk
+    new_lines = []
+    matcher = difflib.SequenceMatcher(None, base[first:end], lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("equal", "insert"):
+            new_lines.extend(lines[j1:j2])
+            continue
+        removed = range(first + i1, first + i2)
+        trailing = first + i2
+        while trailing > removed.start and kinds[trailing - 1].kind in (BLANK, COMMENT):
+            trailing -= 1
+        blank_before = removed.start > 0 and kinds[removed.start - 1].kind == BLANK
+        before, after, seen_comment, seen_content = [], [], False, False
+        for number in removed:
+            kind = kinds[number].kind
+            keep = kind == COMMENT or (kind == BLANK and (seen_comment or (number >= trailing and not blank_before)))
+            seen_comment = seen_comment or kind == COMMENT
+            seen_content = seen_content or kind in (CONTENT, SCALAR)
+            if keep:
+                (after if seen_content else before).append(base[number])
+        new_lines.extend(before + lines[j1:j2] + after)
+    return first, end, new_lines
+
+
+def _place_new_items(hunk, kinds: list):
+    """New list items go before the comment or blank lines that end the list (ruamel puts them after)."""
+    first, end, lines = hunk
+    item = _CONTENT.match(lines[0].rstrip("\n")) if first == end and lines else None
+    if item is None or not item.group("dashes"):
+        return hunk
+    position = first
+    while position > 0 and kinds[position - 1].kind in (COMMENT, BLANK):
+        position -= 1
+    if position == first or position == 0 or kinds[position - 1].indent < len(item.group("indent")):
+        return hunk
+    return position, position, lines
+
+
+def _merge(original: str, base: str, edited: str) -> str:
+    """``edited`` with every line the change did not touch taken byte for byte from ``original``.
+
+    A three-way merge. ``base`` is ruamel's text of the unchanged document, ``edited`` its text of
+    the changed one. Where ``original`` differs from ``base`` (trailing spaces, flow-list spacing,
+    indentation ruamel cannot reproduce, a missing final newline), that is the owner's style and is
+    kept; where ``edited`` differs from ``base``, that is the change and is applied. Where both
+    touch the same lines, the change wins for those lines only.
+    """
+    no_final_newline = bool(original) and not original.endswith("\n")
+    original_lines = _lines(original + "\n" if no_final_newline else original)
+    base_lines, edited_lines = _lines(base), _lines(edited)
+    kinds = scan(base_lines)
+    ours = [(first, end, lines, False) for first, end, lines in _hunks(base_lines, original_lines)]
+    theirs = [
+        (*_place_new_items(_keep_comments(hunk, base_lines, kinds), kinds), True)
+        for hunk in _hunks(base_lines, edited_lines)
+    ]
+    groups = []  # hunks that overlap; an insertion at the edge of a range does not overlap it
+    for hunk in sorted(ours + theirs, key=lambda hunk: (hunk[0], hunk[1], hunk[3])):
+        if groups and hunk[0] < max(end for _first, end, _lines_, _change in groups[-1]):
+            groups[-1].append(hunk)
+        else:
+            groups.append([hunk])
+    merged, position = [], 0
+    for group in groups:
+        first = group[0][0]
+        end = max(hunk[1] for hunk in group)
+        merged.extend(base_lines[position:first])
+        changes = [hunk for hunk in group if hunk[3]]
+        if len(group) == 1 or not changes:
+            merged.extend(group[0][2])
+        else:  # the owner's style and the change meet: the change's text for these lines
+            cursor = first
+            for hunk_first, hunk_end, lines, _change in changes:
+                merged.extend(base_lines[cursor:hunk_first])
+                merged.extend(lines)
+                cursor = hunk_end
+            merged.extend(base_lines[cursor:end])
+        position = max(position, end)
+    merged.extend(base_lines[position:])
+    text = "".join(merged)
+    return text[:-1] if no_final_newline and text.endswith("\n") else text
+
+
+def dump(document, like_text: str = "") -> str:
+    """Serialise a document that was loaded from ``like_text`` (empty for a new file).
+
+    Each top-level block is written in the indentation style it has in ``like_text``, and every line
+    the change did not touch comes out byte for byte as it was: trailing spaces, flow lists, block
+    scalars, comments, the final newline or its absence.
+    """
+    require_ruamel()
+    edited = _dump_styled(document, like_text)
+    if not like_text.strip():
+        return edited
+    try:
+        base = _dump_styled(load(like_text, "the original text"), like_text)
+    except FileEditError:
+        return edited
+    merged = _merge(like_text, base, edited)
+    if merged != edited and _yaml().load(merged) != document:
+        return edited  # safety net: never write a text that does not hold the rendered document
+    return merged
 
 
 def new_mapping(items=None):
