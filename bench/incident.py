@@ -103,8 +103,8 @@ def run_playbook(node: str) -> tuple[float, dict, str]:
         "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python"),
         "kubeconfig": scale.audited_kubeconfig(),
         "node_outage_allow_manual_attestation": True,
-        "node_outage_power_default": {"type": "manual", "attestation": {
-            "operator": "bench/incident.py", "reason": "scale-mode node: kwok stopped managing it"}},
+        "node_outage_power_by_node": {node: {"type": "manual", "attestation": {
+            "operator": "bench/incident.py", "reason": "scale-mode node: kwok stopped managing it"}}},
     }
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
            "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}

@@ -1,0 +1,123 @@
+"""The event filter nodeguard.failover.alertmanager_nodes: what it lets through to the rulebook, and what it refuses.
+
+ansible-rulebook copies event fields into a playbook's extra vars, and Ansible evaluates extra vars as
+templates. So every value the filter emits must be checked, and an alert that does not check out must
+become a refusal event whose text is inert.
+"""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+FILTER = REPO / "extensions" / "eda" / "plugins" / "event_filter" / "alertmanager_nodes.py"
+
+INJECTIONS = [
+    "{{ lookup('pipe', 'id') }}w9",
+    "ng-{{ 7*7 }}",
+    "ng-{% if true %}x{% endif %}",
+    "ng-{# c #}",
+    "a" * 254,
+    "NG-Worker1",
+    "",
+    "ng worker",
+    "ng-w1\n",
+    "-ng",
+    "ng..w1",
+    "$ANSIBLE_VAULT;1.1;AES256",
+]
+
+
+@pytest.fixture
+def main():
+    """A fresh copy of the filter (as ansible-rulebook loads it: runpy, one namespace per source)."""
+    return runpy.run_path(str(FILTER))["main"]
+
+
+def alert(node="ng-w1", status="firing", fingerprint="0a1b2c3d4e5f6789", alertname="NodeguardNodeDown",
+          starts_at="2026-11-22T03:00:00.123Z") -> dict:
+    return {
+        "status": status,
+        "labels": {"alertname": alertname, "node": node, "severity": "critical"},
+        "annotations": {"summary": "{{ lookup('pipe', 'touch /tmp/x') }}"},
+        "startsAt": starts_at,
+        "fingerprint": fingerprint,
+    }
+
+
+def event(*alerts) -> dict:
+    return {"payload": {"version": "4", "alerts": list(alerts)}, "meta": {"endpoint": "alerts", "headers": {"User-Agent": "{{ 1 }}"}}}
+
+
+def test_a_valid_alert_becomes_one_event_of_checked_values_only(main) -> None:
+    (out,) = main(event(alert()))
+    assert out == {
+        "node": "ng-w1",
+        "status": "firing",
+        "alertname": "NodeguardNodeDown",
+        "fingerprint": "0a1b2c3d4e5f6789",
+        "starts_at": "2026-11-22T03:00:00.123Z",
+        "nodes_down": 1,
+        "down_nodes": ["ng-w1"],
+    }  # no raw alert (annotations), no request headers
+
+
+@pytest.mark.parametrize("node", INJECTIONS)
+def test_a_node_label_that_is_not_a_kubernetes_name_is_refused_inertly(main, node: str) -> None:
+    out = main(event(alert(node=node)))
+    if node == "":
+        assert out == []  # no node label: not about a node
+        return
+    (refused,) = out
+    assert set(refused) == {"nodeguard_refused"}
+    text = refused["nodeguard_refused"]
+    assert "alert refused" in text and "label node" in text
+    # the value is shown escaped: no template syntax, no newline, nothing a vault or a shell would read
+    assert not set("{}%#\n$;") & set(text)
+
+
+def test_refused_alerts_do_not_count_and_others_in_the_post_still_pass(main) -> None:
+    out = main(event(alert(node="{{ lookup('pipe', 'id') }}w9"), alert(node="ng-w2")))
+    assert "nodeguard_refused" in out[0]
+    assert (out[1]["node"], out[1]["nodes_down"], out[1]["down_nodes"]) == ("ng-w2", 1, ["ng-w2"])
+
+
+@pytest.mark.parametrize("field, value", [
+    ("fingerprint", "{{ lookup('pipe', 'id') }}"),
+    ("fingerprint", "0A1B"),
+    ("fingerprint", ""),
+    ("status", "{{ 1 }}"),
+    ("alertname", "Node{{ 1 }}"),
+    ("starts_at", "{{ now() }}"),
+    ("starts_at", ""),
+])
+def test_other_fields_are_checked_too(main, field: str, value: str) -> None:
+    (out,) = main(event(alert(**{field: value})))
+    assert set(out) == {"nodeguard_refused"}
+    assert field in out["nodeguard_refused"]
+    assert "{" not in out["nodeguard_refused"]
+
+
+def test_a_payload_that_is_not_from_alertmanager_is_refused(main) -> None:
+    (out,) = main({"payload": {"node": "{{ lookup('pipe', 'id') }}", "nodeguard_request": "node-outage"}, "meta": {}})
+    assert set(out) == {"nodeguard_refused"}
+
+
+def test_non_string_node_labels_are_refused(main) -> None:
+    (out,) = main(event(alert(node=["ng-w1"])))
+    assert "must be a string" in out["nodeguard_refused"]
+
+
+def test_count_spans_posts_and_resolved_alerts_leave_it(main) -> None:
+    main(event(alert(node="w1")))
+    assert main(event(alert(node="w2")))[0]["nodes_down"] == 2
+    (out,) = main(event(alert(node="w1", status="resolved")))
+    assert (out["status"], out["nodes_down"], out["down_nodes"]) == ("resolved", 1, ["w2"])
+
+
+def test_a_numeric_node_name_stays_a_string(main) -> None:
+    (out,) = main(event(alert(node="123")))
+    assert out["node"] == "123"

@@ -1,0 +1,66 @@
+"""The shipped rulebook and its vars: only checked values go to a playbook, no fixed job id, no match-all default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+RULEBOOK = yaml.safe_load((REPO / "extensions" / "eda" / "rulebooks" / "node-failover.yml").read_text())
+VARS = yaml.safe_load((REPO / "extensions" / "eda" / "vars" / "node-failover.yml").read_text())
+# Event fields the filter checks as Kubernetes node names (tests/unit/eda/test_alertmanager_nodes.py),
+# and the internal request built from them.
+CHECKED = {"event.node", "event.outage_nodes"}
+
+
+def rules() -> list[dict]:
+    (ruleset,) = RULEBOOK
+    return ruleset["rules"]
+
+
+def expressions(value) -> list[str]:
+    """The Jinja expressions inside every string of a YAML value."""
+    if isinstance(value, str):
+        return re.findall(r"{{(.*?)}}", value)
+    if isinstance(value, dict):
+        return [e for v in value.values() for e in expressions(v)]
+    if isinstance(value, list):
+        return [e for v in value for e in expressions(v)]
+    return []
+
+
+def test_playbooks_get_only_checked_node_names() -> None:
+    passed = []
+    for rule in rules():
+        action = rule["action"]
+        if "run_playbook" in action:
+            passed += [(name, e.strip()) for name, v in action["run_playbook"]["extra_vars"].items() for e in expressions(v)]
+        if "post_event" in action:
+            passed += [(name, e.strip()) for name, v in action["post_event"]["event"].items() for e in expressions(v)]
+    assert passed, "the rulebook runs no playbook?"
+    for name, expression in passed:
+        used = set(re.findall(r"event\.[a-z_]+", expression))
+        assert used <= CHECKED, f"{name}: {expression!r} passes an unchecked event field"
+        assert "|" not in expression
+
+
+def test_no_fixed_job_id_is_passed() -> None:
+    for rule in rules():
+        run = rule["action"].get("run_playbook") or {}
+        assert not any("job_id" in name for name in run.get("extra_vars", {})), rule["name"]
+
+
+def test_refusals_are_decided_first_and_only_logged() -> None:
+    first = rules()[0]
+    assert first["condition"] == "event.nodeguard_refused is defined"
+    assert list(first["action"]) == ["debug"]
+
+
+def test_the_allow_list_is_explicit_and_empty_by_default() -> None:
+    assert VARS["nodeguard_allow_nodes"] == []
+    assert "nodeguard_allow_nodes_regex" not in VARS
+    conditions = " ".join(rule["condition"] for rule in rules())
+    assert "event.node not in vars.nodeguard_allow_nodes" in conditions
+    assert "regex" not in conditions
