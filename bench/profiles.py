@@ -24,6 +24,7 @@ if str(_COLLECTIONS) not in sys.path:
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import PRESET_NAMES  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION  # noqa: E402
 
 KUBERNETES_VERSION = "1.35.4"
 REFERENCE_PROFILES = ("kubernetes-default", "seed-001")
@@ -58,8 +59,14 @@ def profile_settings(name: str, node_count: int = 3) -> dict:
 
 
 def node_outage_default(variable: str):
-    """A default of the node_outage role (roles/node_outage/defaults/main.yml), read, not copied."""
+    """A default of the node_outage role (roles/node_outage/defaults/main.yml), read, not copied.
+
+    The timing ones are null there (taken from the applied profile); on a cluster never tuned, as the
+    reference profiles are, they are the model's stock values.
+    """
     defaults = yaml.safe_load((REPO / "roles" / "node_outage" / "defaults" / "main.yml").read_text())
+    if defaults[variable] is None:
+        return STOCK_REMEDIATION[variable.removeprefix("node_outage_")]
     return defaults[variable]
 
 

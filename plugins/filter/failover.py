@@ -1,11 +1,15 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the failover profile model (plugins/module_utils/model): profile, timeline, table."""
+"""Filters over the failover profile model (plugins/module_utils/model): profile, timeline, table, applied profile."""
 
 from __future__ import annotations
 
+import json
+import os
+
 from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
 
@@ -35,6 +39,37 @@ def failover_timeline_table(profile_before, profile_after):
         raise AnsibleFilterError(str(error)) from error
 
 
+def collection_version() -> str:
+    """This collection's version: MANIFEST.json when installed from an artifact, else galaxy.yml of the source tree."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    manifest = os.path.join(root, "MANIFEST.json")
+    if os.path.exists(manifest):
+        with open(manifest, encoding="utf-8") as handle:
+            return str(json.load(handle)["collection_info"]["version"])
+    galaxy = os.path.join(root, "galaxy.yml")
+    if os.path.exists(galaxy):
+        with open(galaxy, encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("version:"):
+                    return line.split(":", 1)[1].strip().strip("'\"")
+    return "unknown"
+
+
+def failover_applied_profile(profile, applied_at, detect_seconds=None, evict_seconds=None, overrides=None, previous=None):
+    try:
+        return applied.record(profile, collection_version(), applied_at, detect_seconds, evict_seconds, overrides,
+                              previous or None)
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
+def failover_profile_drift(configmap, nodes, kubernetes_version):
+    try:
+        return applied.audit(configmap or None, nodes, kubernetes_version)
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
 class FilterModule:
     """nodeguard.failover failover model filters."""
 
@@ -43,4 +78,6 @@ class FilterModule:
             "failover_profile": failover_profile,
             "failover_timeline": failover_timeline,
             "failover_timeline_table": failover_timeline_table,
+            "failover_applied_profile": failover_applied_profile,
+            "failover_profile_drift": failover_profile_drift,
         }

@@ -10,14 +10,18 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.errors import P
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings, kubernetes_defaults
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import Version
 
-DEFAULT_PRESET = "kubernetes-default"
+# STOCK is Kubernetes as shipped: applying it resets a tuned cluster (flags removed, gates back to stock).
+STOCK = "kubernetes-default"
+# What you get when you name neither a preset nor targets; never STOCK, so that calling the
+# failover_profile role or filter with its defaults cannot reset a tuned cluster by accident.
+DEFAULT_PRESET = "balanced"
 
 # Only the values a preset changes; everything else keeps the version's default.
 # Heartbeats travel on the Lease (one small write every 0.25 x nodeLeaseDurationSeconds);
 # the full Node status is written only every nodeStatusReportFrequency (5m), set explicitly
 # because an explicit nodeStatusUpdateFrequency would otherwise drag the report frequency with it.
 _PRESET_CHANGES = {
-    "kubernetes-default": {},
+    STOCK: {},
     "balanced": {
         "node_status_update_frequency": 10.0,
         "node_status_report_frequency": 300.0,

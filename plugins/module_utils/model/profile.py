@@ -12,7 +12,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.errors import P
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import rules
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_load
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.numbers import blank, numeric
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET, preset_timings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET, STOCK, preset_timings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import remediation_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.render import render_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
@@ -118,7 +118,7 @@ def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, o
     broken = rules.check(timings, version, node_count, limits)
     # Stock Kubernetes itself breaks heartbeat-retries (40s grace = 4 Lease renewals before 1.32):
     # the unmodified kubernetes-default preset reports its problems instead of refusing to exist.
-    stock = name == DEFAULT_PRESET and not overrides
+    stock = name == STOCK and not overrides
     if broken and not stock:
         rule, message = broken[0]
         others = ", ".join(sorted({pair[0] for pair in broken[1:]} - {rule}))

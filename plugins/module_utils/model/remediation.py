@@ -5,8 +5,8 @@
 The recommendation is the profile's unreachable toleration: by then Kubernetes itself has evicted
 the node's pods, and the run only finishes what the eviction cannot (pods with RWO volumes stay
 Terminating). It is never shorter than two grace periods, so a node that flaps back within one
-more grace period is not failed over. The role's own default (60 s) stays as it is; this is the
-value to give node_outage_not_ready_seconds when the cluster runs this profile.
+more grace period is not failed over. tune-failover stores it with the applied profile
+(model/applied.py) and node-outage takes it from there; a cluster never tuned gets STOCK_REMEDIATION.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import math
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings
 
-LEASE_MARGIN_SECONDS = 10  # node_outage_lease_margin_seconds, the role default
+LEASE_MARGIN_SECONDS = 10
+# What node-outage waits on a cluster nobody tuned (no applied profile): the one home of these numbers.
+STOCK_REMEDIATION = {"not_ready_seconds": 60, "lease_margin_seconds": LEASE_MARGIN_SECONDS}
 
 
 def remediation_settings(timings: Timings) -> dict:

@@ -1,5 +1,6 @@
 """The failover filters through Ansible's own templating and plugin loader (FQCN resolution)."""
 
+import json
 import os
 import sys
 
@@ -87,3 +88,19 @@ def test_table_filter_refuses_non_profiles(render):
     with pytest.raises(AnsibleError) as error:
         render("facts | nodeguard.failover.failover_timeline_table(facts)")
     assert "[wrong-type]" in str(error.value)
+
+
+def test_applied_profile_filter_records_the_collection_version(render):
+    data = render("facts | nodeguard.failover.failover_profile(preset='fast') "
+                  "| nodeguard.failover.failover_applied_profile('2026-11-23T05:00:00+00:00', overrides={})")
+    document = json.loads(data["profile.json"])
+    with open(os.path.join(REPO, "galaxy.yml"), encoding="utf-8") as handle:
+        version = next(line.split(":", 1)[1].strip() for line in handle if line.startswith("version:"))
+    assert document["collection_version"] == version
+    assert document["remediation"]["not_ready_seconds"] == 20
+
+
+def test_drift_filter_without_a_record(render):
+    report = render("none | nodeguard.failover.failover_profile_drift({'cp1': {'role': 'control_plane', "
+                    "'settings': {'kubelet': {}}}}, '1.35.4')")
+    assert report["recorded"] is False and report["drift"] == []

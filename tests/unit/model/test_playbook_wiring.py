@@ -1,0 +1,50 @@
+"""Playbooks and roles wire the model's values; they do not keep copies of them."""
+
+import os
+
+import pytest
+import yaml
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def load(*path):
+    with open(os.path.join(REPO, *path), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+@pytest.mark.parametrize("job", ["tune", "audit", "node-outage", "node-recover"])
+def test_the_hyphenated_playbook_is_one_import_of_the_underscore_one(job):
+    hyphen = f"{job}-failover" if job in ("tune", "audit") else job
+    plays = load("playbooks", f"{hyphen}.yml")
+    assert len(plays) == 1 and set(plays[0]) == {"name", "ansible.builtin.import_playbook"}
+    assert plays[0]["ansible.builtin.import_playbook"] == hyphen.replace("-", "_") + ".yml"
+
+
+def test_the_record_is_written_where_node_outage_reads_it():
+    role_vars = load("roles", "failover_profile", "vars", "main.yml")
+    assert role_vars["_failover_profile_record_namespace"] == applied.NAMESPACE
+    assert role_vars["_failover_profile_record_name"] == applied.NAME
+    audit_vars = load("roles", "failover_audit", "vars", "main.yml")
+    assert (audit_vars["_failover_audit_record_namespace"], audit_vars["_failover_audit_record_name"]) == (
+        applied.NAMESPACE, applied.NAME)
+
+
+def test_tune_passes_the_feature_gates_to_kubeadm_persist():
+    plays = load("playbooks", "tune_failover.yml")
+    persist = next(play for play in plays if "kubeadm" in play["name"] and "ConfigMaps" in play["name"])
+    wired = persist["tasks"][0]["vars"]
+    assert "settings.kube_controller_manager_feature_gates" in wired["kubeadm_persist_controller_manager_feature_gates"]
+
+
+def test_no_playbook_or_role_picks_a_preset_of_its_own():
+    plan = load("playbooks", "tune_failover.yml")[0]["roles"][0]["vars"]
+    assert plan["failover_profile_preset"].replace(" ", "") == "{{failover_preset|default('')}}"
+    assert load("roles", "failover_profile", "defaults", "main.yml")["failover_profile_preset"] == ""
+
+
+def test_node_outage_timing_defaults_are_left_to_the_applied_profile():
+    defaults = load("roles", "node_outage", "defaults", "main.yml")
+    assert defaults["node_outage_not_ready_seconds"] is None
+    assert defaults["node_outage_lease_margin_seconds"] is None
