@@ -23,6 +23,15 @@ description:
   - Every step's start and end is recorded on the Node and as an Event. A rerun continues at the first
     unfinished step. A refusal or a missing proof changes nothing.
   - The node coming back during the run stops it; the taint stays, recorded; M(nodeguard.failover.node_recover) removes it.
+    Ready counts as back, and so does a node Lease renewed after the run first looked at it (the kubelet lives).
+  - Right before the taint it reads the Node list once more and re-checks storm, control plane and quorum, the node's UID
+    and its Lease on that read; the taint is written against that read's resourceVersion. Nodes running etcd (an etcd
+    static pod, or the C(node-role.kubernetes.io/etcd) label of RKE2 and k3s) count as control plane.
+  - A resumed run proves again before it acts (same Node UID, not back, power still Off), and every force-delete and
+    VolumeAttachment deletion needs a power-off proof at most O(proof_max_age_seconds) old.
+  - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
+    the ConfigMap C(nodeguard-history-<node>) in O(lock_namespace) (last 20 incidents), read by
+    M(nodeguard.failover.failover_history_info). Events are best effort; a failed one is reported in RV(write_errors).
 author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
@@ -40,6 +49,13 @@ options:
     description: Name of the Node object.
     type: str
     required: true
+  power:
+    description:
+      - How to read (and with O(fence=true) set) the node's power out of band; see the suboptions.
+      - Without it the run is refused with C(No power source), after the safety rules (a control-plane node is
+        refused as such first). Nothing is changed.
+    type: dict
+    required: false
   job_id:
     description:
       - A label for this run (an AWX job, an alert), recorded in the incident record, its Events and the lock Lease.
@@ -50,13 +66,16 @@ options:
         a rerun meets its lock and waits or is refused, naming that run. See docs/runbooks/node-outage.md.
     type: str
   not_ready_seconds:
-    description: How long the node must have been NotReady or Unknown.
+    description:
+      - How long the node must have been NotReady or Unknown.
+      - Unset, it is the C(remediation.not_ready_seconds) of the profile tune-failover last applied (ConfigMap
+        C(nodeguard-system/nodeguard-applied-profile)), or 60 on a cluster never tuned. RV(timing) says which.
     type: int
-    default: 60
   lease_margin_seconds:
-    description: Seconds beyond the Lease's own duration before it counts as stale.
+    description:
+      - Seconds beyond the Lease's own duration before it counts as stale.
+      - Unset, it comes from the applied profile like O(not_ready_seconds), else 10.
     type: int
-    default: 10
   proof_timeout:
     description:
       - Seconds to keep re-checking the proofs, every O(poll_interval), while one does not hold yet
@@ -147,6 +166,12 @@ options:
     description: Seconds between polls while waiting.
     type: int
     default: 2
+  proof_max_age_seconds:
+    description:
+      - Oldest power-off proof a destructive step (force-deleting pods, deleting VolumeAttachments) may act on.
+        An older one is read again first; power no longer Off stops the run. A resumed run always reads it again.
+    type: int
+    default: 60
 seealso:
   - module: nodeguard.failover.node_recover
   - module: nodeguard.failover.node_power
@@ -180,16 +205,22 @@ EXAMPLES = r"""
       password: "{{ ipmi_password }}"
       agent_options:
         lanplus: 1
+      # fence_ipmilan has no plug, so it cannot show which machine it controls: say why that is acceptable
+      identity_unverifiable_reason: BMC 10.0.0.53 is cabled to worker3 only, checked 2026-11-01 (ticket OPS-4700)
 
-- name: Manual attestation (recorded), when no BMC is reachable
+- name: Manual attestation (recorded), when no BMC is reachable; valid for this node and one window only
   nodeguard.failover.node_outage:
     node: worker3
     allow_manual_attestation: true
     power:
       type: manual
       attestation:
+        node: worker3
+        state: "off"
         operator: jane@example.com
         reason: PDU outlet 12 switched off, ticket OPS-4711
+        not_before: "2026-11-23T05:10:00Z"
+        expires: "2026-11-23T07:10:00Z"
 """
 
 RETURN = r"""
@@ -222,6 +253,12 @@ pods:
   description: Pods on the node at proof time, split into delete, skipped (with reason) and tolerating.
   returned: when read
   type: dict
+timing:
+  description:
+    - The O(not_ready_seconds) and O(lease_margin_seconds) used, the source of each (V(explicit), V(applied-profile)
+      or V(stock)) and C(detail), one line that says where they came from.
+  returned: always
+  type: dict
 plan:
   description: One entry per outage step with status (done or pending) and what it does.
   returned: always
@@ -234,6 +271,16 @@ record:
 events:
   description: Events this run created.
   returned: always
+  type: list
+  elements: dict
+write_errors:
+  description: Best-effort writes after the taint that failed (Events, the history copy); the message says so too.
+  returned: success
+  type: list
+  elements: str
+power_rechecks:
+  description: Power-off proofs read again after the taint (on resume, before destructive steps), each with when.
+  returned: success
   type: list
   elements: dict
 lock:
@@ -253,14 +300,15 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan i
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import K8S_AUTH_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.connect import cluster_for
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.args import POWER_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers import reader_for
 
 OPTIONS = {
     "node": {"type": "str", "required": True},
     "job_id": {"type": "str"},
-    "not_ready_seconds": {"type": "int", "default": 60},
-    "lease_margin_seconds": {"type": "int", "default": 10},
+    "not_ready_seconds": {"type": "int"},
+    "lease_margin_seconds": {"type": "int"},
     "proof_timeout": {"type": "int", "default": 0},
     "max_unhealthy": {"type": "str", "default": "40%"},
     "allow_control_plane": {"type": "bool", "default": False},
@@ -279,22 +327,35 @@ OPTIONS = {
     "verify_replacements": {"type": "bool", "default": True},
     "replacement_timeout": {"type": "int", "default": 600},
     "poll_interval": {"type": "int", "default": 2},
+    "proof_max_age_seconds": {"type": "int", "default": 60},
 }
+
+# The power option is optional here: the safety rules come first, then a missing one is refused clearly.
+POWER_SPEC = dict(POWER_ARGUMENT_SPEC, power=dict(POWER_ARGUMENT_SPEC["power"], required=False))
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
+    module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
-    options = OutageOptions(**{name: p[name] for name in OPTIONS if name != "job_id"}, job_id=p["job_id"] or default_job_id())
     run = None
+    timing = {}
     try:
-        power = reader_for(p["power"], p["node"], "off", p["allow_manual_attestation"])
-        run = OutageRun(cluster_for(module), power, options, Clock(), module.check_mode)
+        power = reader_for(p["power"], p["node"], "off", p["allow_manual_attestation"]) if p["power"] else None
+        cluster = cluster_for(module)
+        # Timing defaults from the profile tune-failover applied; explicit options win (docs/runbooks/node-outage.md).
+        profile = None
+        if p["not_ready_seconds"] is None or p["lease_margin_seconds"] is None:
+            profile = applied.read(cluster.get_config_map(applied.NAMESPACE, applied.NAME))
+        timing = applied.resolve_timing(p["not_ready_seconds"], p["lease_margin_seconds"], profile)
+        given = {name: p[name] for name in OPTIONS if name != "job_id"}
+        given.update({key: timing[key] for key in applied.TIMING_KEYS})
+        options = OutageOptions(**given, job_id=p["job_id"] or default_job_id())
+        run = OutageRun(cluster, power, options, Clock(), module.check_mode)
         result = run.run()
     except NodeguardError as e:
         if run is not None and run.lock.release_note:
             module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
-        changed = bool(run and run.recorder and run.recorder.written)
+        changed = bool(run and run.changed)  # the taint, once written, is a change whatever failed after it
         facts = run.facts if run else {}
         module.fail_json(
             msg=str(e),
@@ -304,12 +365,13 @@ def main():
             power=facts.get("power"),
             record=run.record if run else None,
             lock=run.lock.report() if run else None,
-            plan=outage_plan(run.record, facts, options) if run else [],
+            plan=outage_plan(run.record, facts, run.o) if run else [],
+            timing=timing,
         )
     result["lock"] = run.lock.report()  # after the release
     if run.lock.release_note:
         module.warn(run.lock.release_note)
-    module.exit_json(**result)
+    module.exit_json(timing=timing, **result)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,22 @@ module: node_recover
 short_description: Remove the out-of-service taint from a node that is really back, and close its incident record
 version_added: 0.1.0
 description:
-  - Removes C(node.kubernetes.io/out-of-service) only when all hold
+  - Takes the node's lock first, then removes C(node.kubernetes.io/out-of-service) only when all hold
     - the out-of-band source (O(power)) reads power On;
     - the node is Ready, with a fresh Lease, for at least O(healthy_seconds);
-    - no pod of the old incarnation (created before the taint, not mirror, not tolerating the taint) is bound to it.
+    - it restarted, its C(status.nodeInfo.bootID) differs from the one recorded at the taint;
+    - on the same machine, its C(status.nodeInfo.systemUUID) is the one recorded at the taint;
+    - no pod of the old incarnation (created before the taint, not mirror, not tolerating the taint) is bound to it;
+    - no VolumeAttachment still names it.
+  - A node that reports in again (Ready, fresh Lease) with the bootID it had at the taint never went down, so the
+    power-off proof of that incident was false. This is refused, written into the incident record
+    (C(power_off_proof_false)) and sent as a Warning Event C(FailoverPowerOffProofFalse); the taint stays.
   - The taint removal and the end of the incident record are one conditional write, followed by an Event.
     Returns the incident timeline from first NotReady to Ready again, as rows and as a table.
-  - A taint without a nodeguard record (left behind by hand or another tool) is removed under the same checks.
+  - A taint without a nodeguard record (left behind by hand or another tool) has no recorded bootID, so a restart
+    cannot be shown and it is refused (every pod bound to the node counts as old); check the node and remove such a
+    taint by hand.
+  - The closed record is also kept in the node's durable history (M(nodeguard.failover.failover_history_info)).
 author:
   - nodeguard maintainers (@nodeguard)
 extends_documentation_fragment:
@@ -85,12 +94,19 @@ message:
   description: One line on what happened.
   returned: always
   type: str
+write_errors:
+  description: Best-effort writes that failed after the taint was removed (the Event, the history copy).
+  returned: success
+  type: list
+  elements: str
 tainted:
   description: Whether the node still carries the out-of-service taint.
   returned: always
   type: bool
 checks:
-  description: The recovery checks (power-on, ready, heartbeat, old-pods-gone), each with name, ok and detail.
+  description:
+    - The recovery checks (power-on, ready, heartbeat, old-pods-gone, restarted, same-machine, volumes-released),
+      each with name, ok and detail.
   returned: always
   type: list
   elements: dict
@@ -148,7 +164,8 @@ def main():
     except NodeguardError as e:
         if run is not None and run.lock.release_note:
             module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
-        module.fail_json(msg=str(e), changed=False, node=p["node"], lock=run.lock.report() if run else None)
+        # changed when the refusal itself was recorded (a false power-off proof: record and Warning Event)
+        module.fail_json(msg=str(e), changed=bool(run and run.changed), node=p["node"], lock=run.lock.report() if run else None)
     result["lock"] = run.lock.report()  # after the release
     if run.lock.release_note:
         module.warn(run.lock.release_note)

@@ -7,8 +7,13 @@
     -> verify replacements -> outage-complete
 
 Nothing is written before the taint: a refusal leaves the cluster as it was (the lock Lease is removed).
-After the taint every step edge is recorded on the Node and as an Event, so a rerun continues where
-a crash stopped, and node-recover knows what happened.
+The taint is written against one fresh read: the Node list it re-checks storm, quorum and control-plane
+status on, the target's resourceVersion (conditional write), its UID and Lease (not renewed since the run
+began: a renewed Lease means the kubelet lives, as Ready does).
+After the taint every step edge is recorded on the Node (conditional writes) and as an Event (best effort),
+and copied into the node's durable history, so a rerun continues where a crash stopped, and node-recover
+knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
+Before each destructive step the power-off proof must be at most ``proof_max_age_seconds`` old, or is read again.
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, replacements, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import replacements, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
     MissingProofError,
     NodeReturnedError,
@@ -30,6 +35,8 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock i
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
     is_ready,
+    lease_renew_time,
+    lease_renewed_since,
     ready_since,
     taints_with_out_of_service,
 )
@@ -45,6 +52,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times 
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, read_with_identity
 
 
 @dataclass
@@ -71,6 +79,7 @@ class OutageOptions:
     verify_replacements: bool = True
     replacement_timeout: int = 600
     poll_interval: float = 2.0
+    proof_max_age_seconds: int = 60
 
 
 class _RenewingClock:
@@ -98,6 +107,10 @@ class OutageRun:
         self.facts = {}
         self.record = None
         self.recorder = None
+        self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
+        self.lease_seen = False
+        self.lease_baseline = None  # renewTime of the node's Lease when this run first looked (API clock)
+        self.power_proven_at = None  # local time of the last power-off proof
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -126,12 +139,36 @@ class OutageRun:
             if action in (records.FRESH, records.ADOPT):
                 node = self._prove_and_taint(node, adopt=action == records.ADOPT)
             else:
-                self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock, guard=self.lock.confirm)
+                self.recorder = self._recorder(node)
                 self.facts["resumed_from"] = step
+                self._reprove_resume(node, step)
             self._continue(node)
         finally:
             self.lock.release()
         return self._result(self._get_node(), changed=True, message="outage complete")
+
+    @property
+    def changed(self) -> bool:
+        return self.tainted or bool(self.recorder and self.recorder.written)
+
+    def _recorder(self, node: dict) -> Recorder:
+        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.lock_namespace, guard=self.lock.confirm)
+
+    # -- safety rules ---------------------------------------------------------------------------
+    def _check_safety(self, node: dict, nodes: list) -> None:
+        """Control plane (etcd members included), quorum and storm, on one Node list."""
+        etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
+        safety.check_control_plane(node, nodes, self.o.allow_control_plane, etcd)
+        safety.check_storm(nodes, self.o.max_unhealthy)
+
+    def _back(self, node: dict, lease) -> str:
+        """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline."""
+        if is_ready(node):
+            return "became Ready"
+        if lease_renewed_since(lease, self.lease_baseline):
+            renewed = ((lease or {}).get("spec") or {}).get("renewTime")
+            return f"renewed its Lease ({renewed}) after this incident started: its kubelet lives"
+        return ""
 
     def _decide(self, node: dict) -> tuple:
         """(action, step, result): what to do with the node; ``result`` set when there is nothing to do."""
@@ -146,10 +183,20 @@ class OutageRun:
                 f"an earlier run on {self.o.node} stopped because the node came back (incident {self.record.get('id')}); run node-recover",
             )
         if action in (records.FRESH, records.ADOPT):
-            nodes = self.cluster.list_nodes()
-            safety.check_control_plane(node, nodes, self.o.allow_control_plane)
-            safety.check_storm(nodes, self.o.max_unhealthy)
+            self._check_safety(node, self.cluster.list_nodes())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
+            if not self.lease_seen:
+                self.lease_baseline = lease_renew_time(self.cluster.get_node_lease(self.o.node))
+                self.lease_seen = True
+        else:
+            self.lease_baseline = parse_time(self.record.get("lease_renew_time"))
+        if self.power is None:
+            # After the safety rules on purpose: a control-plane node is refused for that reason first.
+            raise RefusedError(
+                "no-power-source",
+                f"No power source for {self.o.node}: give the power option for this node (its BMC, fence agent, hook or "
+                "attestation); without one the power-off proof cannot hold. Nothing was changed",
+            )
         return action, step, None
 
     # -- proofs and taint -----------------------------------------------------------------------
@@ -163,56 +210,73 @@ class OutageRun:
         return node
 
     def _prove(self, node: dict) -> list:
-        """Evaluate all three proofs (fencing first when asked and allowed). Raises MissingProofError."""
+        """Evaluate all three proofs (fencing first when asked and allowed). Raises MissingProofError.
+
+        Power counts only from a device shown to be this node's (power/identity.py), and Off only when it
+        holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
         now = self.clock.now()
         proofs = [
             prove_not_ready(node, now, self.o.not_ready_seconds),
             prove_lease_stale(self.cluster.get_node_lease(self.o.node), now, self.o.lease_margin_seconds),
         ]
-        reading, error = self._read_power()
         api_proven = all(p.ok for p in proofs)
-        if self.o.fence and api_proven and reading is not None and reading.state != "off":
+        # The second, confirming reading only when it can complete the proofs (no wait while they cannot).
+        reading, error, identity = self._read_power(node, confirm=api_proven)
+        if self.o.fence and api_proven and reading is not None and reading.state != "off" and identity.ok:
             if self.check_mode:
                 self.facts["fence"] = f"power off via {self.power.method} (reads {reading.state.upper()} now), re-read until Off"
-                proofs.append(Proof("power-off", True, f"would be established by fencing ({reading.detail})"))
+                proofs.append(Proof("power-off", True, f"would be established by fencing ({reading.detail}); identity: {identity.detail}"))
             else:
-                reading, error = self._fence()
-                proofs.append(prove_power_off(reading, error))
+                reading, error, identity = self._fence(node)
+                proofs.append(prove_power_off(reading, error, identity))
+        elif self.o.fence and reading is not None and identity is not None and not identity.ok:
+            self.facts["fence"] = "not attempted: the power device is not shown to be this node's"
+            proofs.append(prove_power_off(reading, error, identity))
         elif self.o.fence and not api_proven:
             self.facts["fence"] = "not attempted: the API does not show the node dead yet"
-            proofs.append(prove_power_off(reading, error))
+            proofs.append(prove_power_off(reading, error, identity))
         else:
             if self.o.fence:
-                self.facts["fence"] = "not needed: power already reads OFF"
-            proofs.append(prove_power_off(reading, error))
+                self.facts["fence"] = "not needed: power already reads OFF" if reading is not None else "not attempted: power unreadable"
+            proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
         self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
+        if identity is not None:
+            self.facts["power"]["identity"] = identity.as_dict()
         self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
         require_all(proofs)
         return proofs
 
-    def _read_power(self) -> tuple:
+    def _read_power(self, node: dict, incident: str | None = None, confirm: bool = True) -> tuple:
+        """(PowerReading, PowerError, IdentityVerdict): one reading, confirmed (``confirm``) by a second one
+        some seconds later when it reads Off (confirm_off). The waits renew the lock. ``incident``: the open
+        incident id (after the taint), which a manual attestation naming an incident must match."""
         try:
-            return self.power.status(), None
+            reading, identity = read_with_identity(self.power, node, incident)
+            if confirm:
+                reading, identity = confirm_off(self.power, node, _RenewingClock(self.clock, self.lock), (reading, identity), incident=incident)
         except PowerError as e:
-            return None, e
+            return None, e, None
+        return reading, None, identity
 
-    def _fence(self) -> tuple:
+    def _fence(self, node: dict) -> tuple:
         started = self.clock.now()
+        clock = _RenewingClock(self.clock, self.lock)
         try:
-            reading, attempts = fence_off(
+            _reading, attempts = fence_off(
                 self.power,
                 self.o.fence_retries,
                 self.o.fence_backoff_seconds,
                 self.o.fence_confirm_timeout,
-                _RenewingClock(self.clock, self.lock),
+                clock,
             )
+            reading, identity = confirm_off(self.power, node, clock)
         except PowerError as e:
             self.facts["fence"] = f"failed: {e}"
-            return None, e
+            return None, e, None
         self.facts["fence"] = f"powered off via {self.power.method}: {'; '.join(attempts)}"
         self.facts["fence_times"] = (started, self.clock.now())
-        return reading, None
+        return reading, None, identity
 
     def _prove_in_time(self, node: dict) -> dict:
         """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
@@ -225,7 +289,11 @@ class OutageRun:
                 self._prove(node)
                 return node
             except MissingProofError as error:
-                if is_ready(node) or self.clock.now() + self.o.poll_interval > deadline:
+                back = self._back(node, self.cluster.get_node_lease(self.o.node))
+                if back:
+                    error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
+                    raise
+                if self.clock.now() + self.o.poll_interval > deadline:
                     if self.o.proof_timeout > 0:
                         error.add_detail(f"re-checked for {self.clock.now() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
@@ -236,6 +304,7 @@ class OutageRun:
         started = self.clock.now()
         node = self._prove_in_time(node)
         proven = self.clock.now()
+        self.power_proven_at = proven
         rec = records.new(node, self.o.job_id, started, ready_since(node))
         rec["lock_holder"] = self.lock.identity
         records.start_step(rec, "prove", started)
@@ -253,9 +322,11 @@ class OutageRun:
             "tolerating": self.facts["pods"]["tolerating"],
             "skipped": len(self.facts["pods"]["skipped"]),
         }
-        node = self._write_taint(rec, adopt)
+        node = self._write_taint(rec, adopt, node["metadata"].get("uid"))
+        self.tainted = True
         self.record = rec
-        self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock, guard=self.lock.confirm)
+        self.recorder = self._recorder(node)
+        self.recorder.archive(rec)
         power = self.facts["power"]
         self.recorder.event(
             "FailoverPowerOffProven",
@@ -267,12 +338,38 @@ class OutageRun:
         )
         return node
 
-    def _write_taint(self, rec: dict, adopt: bool) -> dict:
-        """Taint and record in one write, conditional on the node not having changed since the last read."""
+    def _fresh_read(self, proven_uid) -> dict:
+        """One Node list, re-checked right before the taint: the target from it is what the taint is written against."""
+        nodes = self.cluster.list_nodes()
+        node = next((n for n in nodes if n["metadata"]["name"] == self.o.node), None)
+        if node is None:
+            raise RefusedError("unknown-node", f"node {self.o.node} was deleted before the taint; nothing was changed")
+        if proven_uid and node["metadata"].get("uid") != proven_uid:
+            raise RefusedError("node-replaced", f"node {self.o.node} was re-created (new UID) after the proofs; nothing was changed")
+        lease = self.cluster.get_node_lease(self.o.node)
+        back = self._back(node, lease)
+        if back:
+            raise NodeReturnedError(f"{self.o.node} {back} before the taint; nothing was changed")
+        self._check_safety(node, nodes)
+        self.facts["lease_renew_time"] = ((lease or {}).get("spec") or {}).get("renewTime")
+        return node
+
+    def _archive_previous(self, node: dict, rec: dict) -> None:
+        """A record already on the Node (recovered, interrupted, or its taint removed by hand) goes into the
+        history before the new one replaces it; if that fails, nothing is written."""
+        previous = records.read(node)
+        if previous is None or previous.get("id") == rec["id"]:
+            return
+        history.upsert(self.cluster, self.o.lock_namespace, previous)
+        rec["previous"] = previous.get("id")
+
+    def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
+        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on."""
         for _attempt in range(3):
-            node = self._get_node()
-            if is_ready(node):
-                raise NodeReturnedError(f"{self.o.node} became Ready before the taint; nothing was changed")
+            node = self._fresh_read(proven_uid)
+            self._archive_previous(node, rec)
+            records.set_identity(rec, node)
+            rec["lease_renew_time"] = self.facts.get("lease_renew_time")
             now = self.clock.now()
             records.start_step(rec, "taint", now)
             records.end_step(rec, "taint", now, "adopted" if adopt else "tainted")
@@ -284,7 +381,7 @@ class OutageRun:
             try:
                 return self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
-                continue  # the node changed (status update?): re-read and re-check Ready
+                continue  # the node changed (status update?): re-read and re-check everything
         raise RefusedError("busy-node", f"{self.o.node} kept changing while tainting; nothing was changed, retry")
 
     # -- steps after the taint ------------------------------------------------------------------
@@ -301,7 +398,7 @@ class OutageRun:
             self.recorder.step_started(self.record, step)
             try:
                 outcome = steps[step]()
-            except StepTimeoutError as e:
+            except (StepTimeoutError, MissingProofError) as e:
                 self.record["steps"][step]["error"] = str(e)
                 self.recorder.save(self.record)
                 self.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
@@ -312,22 +409,62 @@ class OutageRun:
         self.recorder.event("FailoverOutageComplete", f"incident {self.record['id']}: outage steps complete")
 
     def _ensure_still_down(self, step: str) -> None:
-        """Stop cleanly if the node came back: keep the taint, record why, let node-recover decide."""
+        """Stop cleanly if the node came back (Ready, or its Lease renewed): keep the taint, record why,
+        let node-recover decide."""
         self.lock.renew()
-        node = self._get_node()
-        if not is_ready(node):
-            return
+        back = self._back(self._get_node(), self.cluster.get_node_lease(self.o.node))
+        if back:
+            self._interrupt(step, f"node {back} during the outage run")
+
+    def _interrupt(self, step: str, reason: str) -> None:
         self.record["phase"] = records.INTERRUPTED
-        self.record["interrupted"] = {"step": step, "reason": "node became Ready during the outage run"}
+        self.record["interrupted"] = {"step": step, "reason": reason}
         self.recorder.save(self.record)
         self.recorder.event(
             "FailoverInterrupted",
-            f"{self.o.node} became Ready during {step}; stopped, taint kept and recorded, run node-recover",
+            f"{self.o.node}: {reason} (at {step}); stopped, taint kept and recorded, run node-recover",
             warning=True,
         )
         raise NodeReturnedError(
-            f"{self.o.node} came back (Ready) during step {step}; the run stopped, the out-of-service taint stays and "
+            f"{self.o.node} came back during step {step} ({reason}); the run stopped, the out-of-service taint stays and "
             f"is recorded (incident {self.record['id']}); run node-recover once the node is healthy"
+        )
+
+    # -- proving again after the taint ----------------------------------------------------------
+    def _reprove_resume(self, node: dict, step: str) -> None:
+        """A resumed run acts on proofs of its own: the same Node object, not back, power still Off."""
+        recorded_uid = self.record.get("node_uid")
+        if recorded_uid and node["metadata"].get("uid") != recorded_uid:
+            raise RefusedError(
+                "node-replaced",
+                f"node {self.o.node} has UID {node['metadata'].get('uid')}, incident {self.record['id']} was about UID "
+                f"{recorded_uid}: the Node object was re-created, the record does not apply to it. Nothing was changed",
+            )
+        self._ensure_still_down(step)
+        self._require_power_off(step, "on resume")
+
+    def _require_fresh_power(self, step: str, action: str) -> None:
+        """Before a destructive action: the power-off proof is at most proof_max_age_seconds old, or read again."""
+        if self.power_proven_at is not None and self.clock.now() - self.power_proven_at <= self.o.proof_max_age_seconds:
+            return
+        self._require_power_off(step, f"before {action}")
+
+    def _require_power_off(self, step: str, when: str) -> None:
+        # Seam: the same power reading _prove uses (identity-checked, two-reading proof where the power layer gives one).
+        reading, error, identity = self._read_power(self._get_node(), self.record.get("id"))
+        proof = prove_power_off(reading, error, identity)
+        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=when))
+        if proof.ok:
+            self.power_proven_at = self.clock.now()
+            return
+        if reading is not None and reading.state == "on":
+            self._interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
+        raise MissingProofError(
+            ["power-off"],
+            [
+                f"power-off {when}: {proof.detail}",
+                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
+            ],
         )
 
     def _tick(self, step: str):
@@ -337,6 +474,7 @@ class OutageRun:
         return tick
 
     def _delete_pods(self) -> str:
+        self._require_fresh_power("delete-pods", "force-deleting pods")
         found = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
         deleted = []
         for pod in found["delete"]:
@@ -371,6 +509,7 @@ class OutageRun:
                 "Check the CSI driver; set delete_volume_attachments=true only if the node is certainly off"
             )
         self.lock.confirm()
+        self._require_fresh_power("detach-volumes", "deleting VolumeAttachments")
         for blocker in blockers:
             self.cluster.delete_volume_attachment(blocker["name"])
         ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
@@ -383,7 +522,9 @@ class OutageRun:
         if not self.o.verify_replacements:
             return "skipped"
         moved = replacements.resolve_deployments(self.cluster, self.record["pods"].get("moved", []))
-        since = parse_time(self.record["steps"]["taint"]["end"])
+        # From the first NotReady, not from the taint: the taint-based eviction may have replaced pods before it.
+        tainted = parse_time(self.record["steps"]["taint"]["end"])
+        since = min(parse_time(self.record.get("first_not_ready")) or tainted, tainted)
         state = {}
 
         def all_replaced():
@@ -400,12 +541,17 @@ class OutageRun:
     # -- result ---------------------------------------------------------------------------------
     def _result(self, node: dict, changed: bool, message: str) -> dict:
         record = records.read(node) if not self.check_mode else self.record
+        errors = self.recorder.errors if self.recorder else []
+        if errors:
+            message = f"{message}; {len(errors)} best-effort write(s) failed: {'; '.join(errors)}"
         return {
             "changed": changed,
             "node": self.o.node,
             "action": self.facts.get("action"),
             "resumed_from": self.facts.get("resumed_from"),
             "message": message,
+            "write_errors": errors,
+            "power_rechecks": self.facts.get("power_rechecks", []),
             "tainted": has_out_of_service_taint(node),
             "proofs": self.facts.get("proofs", []),
             "power": self.facts.get("power"),

@@ -2,9 +2,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Remove the out-of-service taint once the node is really back, and close the incident record.
 
-All must hold first: out-of-band power reads On; the node is Ready, with a fresh Lease, for at least
-``healthy_seconds``; no pod of the old incarnation is left on it. The taint removal and the record's
-end are one conditional write.
+The lock is taken first; then all must hold: out-of-band power reads On; the node is Ready, with a fresh
+Lease, for at least ``healthy_seconds``; it restarted (its bootID differs from the one recorded at the taint)
+on the same machine (same systemUUID); no pod of the old incarnation is left on it; no VolumeAttachment
+still names it. The taint removal and the record's end are one conditional write.
+
+A node that reports in again (Ready, fresh Lease) with the bootID it had at the taint never went down: the
+power-off proof of that incident was false. That is refused, recorded on the incident and sent as a Warning Event.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProofError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import timeline
@@ -20,6 +25,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
+    identity,
     is_ready,
     lease_age,
     ready_since,
@@ -29,6 +35,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import read_with_identity
 
 
 @dataclass
@@ -46,7 +53,7 @@ def recovery_checks(node: dict, lease, pods: list, power_reading, power_error, s
     """The four conditions, as Proofs (pure)."""
     checks = []
     if power_error is not None:
-        checks.append(Proof("power-on", False, f"out-of-band power state unreadable: {power_error}"))
+        checks.append(Proof("power-on", False, f"out-of-band power not proven: {power_error}"))
     else:
         checks.append(Proof("power-on", power_reading.state == "on", f"{power_reading.method} reads {power_reading.state.upper()}"))
     ready_for = now - (ready_since(node) or now)
@@ -71,6 +78,42 @@ def recovery_checks(node: dict, lease, pods: list, power_reading, power_error, s
     return checks
 
 
+def restart_checks(record: dict, node: dict, attachments: list) -> list:
+    """The node restarted, on the same machine, and nothing is attached to it any more (pure).
+
+    ``record["identity"]`` is what the node reported when it was tainted (record.set_identity)."""
+    before = record.get("identity") or {}
+    now = identity(node)
+    if not before.get("boot_id"):
+        restarted = Proof("restarted", False, "no bootID was recorded at the taint (taint adopted or placed by an older version): a restart cannot be shown")
+    elif not now["boot_id"]:
+        restarted = Proof("restarted", False, "the node reports no status.nodeInfo.bootID")
+    elif now["boot_id"] == before["boot_id"]:
+        restarted = Proof("restarted", False, f"bootID {now['boot_id']} is the one recorded at the taint: the node did not restart")
+    else:
+        restarted = Proof("restarted", True, f"bootID changed since the taint ({before['boot_id']} -> {now['boot_id']})")
+    if not before.get("system_uuid") or not now["system_uuid"]:
+        machine = Proof("same-machine", False, "no systemUUID recorded at the taint or reported now: the machine cannot be compared")
+    elif now["system_uuid"].lower() != before["system_uuid"].lower():
+        machine = Proof("same-machine", False, f"systemUUID {now['system_uuid']} is not {before['system_uuid']} recorded at the taint: another machine")
+    else:
+        machine = Proof("same-machine", True, f"systemUUID {now['system_uuid']} as at the taint")
+    released = Proof(
+        "volumes-released",
+        not attachments,
+        "no VolumeAttachment names the node" if not attachments else "still attached: " + ", ".join(a["metadata"]["name"] for a in attachments),
+    )
+    return [restarted, machine, released]
+
+
+def power_off_proof_was_false(record: dict, node: dict, checks: list) -> bool:
+    """The node reports in (Ready, fresh Lease) with the bootID recorded at the taint: it never went down."""
+    boot_id = (record.get("identity") or {}).get("boot_id")
+    by_name = {c.name: c for c in checks}
+    alive = is_ready(node) and by_name["heartbeat"].ok
+    return bool(boot_id) and alive and identity(node)["boot_id"] == boot_id
+
+
 class RecoverRun:
     def __init__(self, cluster, power, options: RecoverOptions, clock, check_mode: bool = False):
         self.cluster = cluster
@@ -91,21 +134,56 @@ class RecoverRun:
 
     def run(self) -> dict:
         node = self._get_node()
-        record = records.read(node)
         if not has_out_of_service_taint(node):
-            return self._result(node, record, [], False, "no out-of-service taint on the node; nothing to recover")
+            return self._result(node, records.read(node), [], False, "no out-of-service taint on the node; nothing to recover")
+        if self.check_mode:
+            self.lock.check_free()
+            record, adopted, checks = self._evaluate(node)
+            self._refuse_if_missing(node, record, adopted, checks)
+            return self._result(node, record, checks, False, "check mode: would remove the out-of-service taint")
+
+        # The lock first: every check below is made while no other run can act on this node.
+        self.lock.acquire()
+        try:
+            node = self._get_node()
+            if not has_out_of_service_taint(node):
+                return self._result(node, records.read(node), [], False, "no out-of-service taint on the node; nothing to recover")
+            record, adopted, checks = self._evaluate(node)
+            self._refuse_if_missing(node, record, adopted, checks)
+            node = self._untaint(record)
+        finally:
+            self.lock.release()
+        return self._result(node, record, checks, True, "taint removed, incident closed")
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.recorder and self.recorder.written)
+
+    def _recorder(self, node: dict, guard=None) -> Recorder:
+        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.lock_namespace, guard=guard)
+
+    def _evaluate(self, node: dict) -> tuple:
+        """(record, adopted, checks) for the node as read now. Raises while an outage run is unfinished."""
+        record = records.read(node)
         if record is not None and record.get("phase") in records.OUTAGE_STEPS:
             raise RefusedError(
                 "outage-running",
                 f"the outage run on {self.o.node} is at step {record['phase']} (job {record.get('job')}), running or "
                 "crashed; rerun node-outage first: it resumes, or stops cleanly if the node is back. Nothing was changed",
             )
-        if record is None or record.get("phase") == records.RECOVERED:
+        adopted = record is None or record.get("phase") == records.RECOVERED
+        if adopted:
             record = records.new(node, self.o.job_id, self.clock.now(), None)
+            record["identity"] = {}  # nothing was recorded at the taint: a restart cannot be shown
             record["adopted"] = "taint found without a nodeguard record"
-        since = parse_time(((record.get("steps") or {}).get("taint") or {}).get("end")) or parse_time(record.get("first_not_ready"))
+        now = self.clock.now()
+        # Without a record every pod bound to the tainted node that does not tolerate the taint is from before it.
+        tainted = parse_time(((record.get("steps") or {}).get("taint") or {}).get("end"))
+        since = now if adopted else (tainted or parse_time(record.get("first_not_ready")) or now)
         try:
-            reading, error = self.power.status(), None
+            # Power counts only from a device shown to be this node's (power/identity.py).
+            reading, verdict = read_with_identity(self.power, node, record.get("id"))
+            error = None if verdict.ok else PowerError(f"the power device is not shown to belong to this node: {verdict.detail}")
         except PowerError as e:
             reading, error = None, e
         checks = recovery_checks(
@@ -115,24 +193,30 @@ class RecoverRun:
             reading,
             error,
             since,
-            self.clock.now(),
+            now,
             self.o.healthy_seconds,
         )
-        missing = [c for c in checks if not c.ok]
-        if missing:
-            raise ProofError(
-                f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: " + "; ".join(f"{c.name}: {c.detail}" for c in missing)
-            )
-        if self.check_mode:
-            self.lock.check_free()
-            return self._result(node, record, checks, False, "check mode: would remove the out-of-service taint")
+        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node))
+        return record, adopted, checks
 
-        self.lock.acquire()
-        try:
-            node = self._untaint(record)
-        finally:
-            self.lock.release()
-        return self._result(node, record, checks, True, "taint removed, incident closed")
+    def _refuse_if_missing(self, node: dict, record: dict, adopted: bool, checks: list) -> None:
+        missing = [c for c in checks if not c.ok]
+        if not missing:
+            return
+        detail = "; ".join(f"{c.name}: {c.detail}" for c in missing)
+        if not adopted and power_off_proof_was_false(record, node, checks):
+            message = (
+                f"{self.o.node} reports in with the bootID it had when incident {record['id']} tainted it: it never went down, "
+                "so that incident's power-off proof was false (check the power mapping and its identity). The taint stays"
+            )
+            if not self.check_mode:
+                record["power_off_proof_false"] = {"at": format_time(self.clock.now()), "boot_id": identity(node)["boot_id"], "detail": message}
+                self.recorder = self._recorder(node, guard=self.lock.confirm)
+                self.recorder.save(record)
+                self.recorder.event("FailoverPowerOffProofFalse", message, warning=True)
+                message += "; recorded on the incident and sent as a Warning Event"
+            raise ProofError(f"{message}. Missing: {detail}")
+        raise ProofError(f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: {detail}")
 
     def _untaint(self, record: dict) -> dict:
         for _attempt in range(10):
@@ -153,17 +237,23 @@ class RecoverRun:
                 node = self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
                 continue  # heartbeats change the Node: re-read and try again
-            self.recorder = Recorder(self.cluster, node, self.o.event_namespace, self.clock)
+            self.recorder = self._recorder(node)
+            self.recorder.written = True
+            self.recorder.archive(record)
             self.recorder.event("FailoverRecovered", f"out-of-service taint removed (incident {record['id']})")
             return node
         raise RefusedError("busy-node", f"{self.o.node} kept changing while removing the taint; nothing was changed, retry")
 
     def _result(self, node: dict, record, checks: list, changed: bool, message: str) -> dict:
         rows = timeline.rows(record) if record else []
+        errors = self.recorder.errors if self.recorder else []
+        if errors:
+            message = f"{message}; {len(errors)} best-effort write(s) failed: {'; '.join(errors)}"
         return {
             "changed": changed,
             "node": self.o.node,
             "message": message,
+            "write_errors": errors,
             "tainted": has_out_of_service_taint(node),
             "checks": [c.as_dict() for c in checks],
             "record": record,
