@@ -26,6 +26,8 @@ from rulebook_process import RulebookProcess, alert, webhook_payload
 HERE = Path(__file__).resolve().parent
 RUN_TIMEOUT = 300  # generous: the machine may be busy with the lab
 _control_nodes = (f"ng-control-{n}" for n in itertools.count())
+ALLOWED = ["ng-a1", "ng-b1", "ng-s1", "ng-s2", "ng-s3", "ng-d1", "ng-d2", "ng-d3", "ng-e1", "ng-f1", "ng-i1", "123",
+           *(f"ng-control-{n}" for n in range(40))]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,8 @@ def rulebook(tmp_path_factory: pytest.TempPathFactory, records: Path) -> Iterato
             "nodeguard_recover_playbook": str(HERE / "playbooks" / "record-recover.yml"),
             "nodeguard_storm_max_nodes": 2,
             "nodeguard_deny_nodes": ["ng-cp1"],
-            "nodeguard_allow_nodes_regex": "^ng-",
+            # exact names only; db-node-7 and every injection attempt are not on it
+            "nodeguard_allow_nodes": ALLOWED,
         },
         env={"NODEGUARD_EDA_RECORD_DIR": str(records)},
     )
@@ -79,7 +82,7 @@ def test_node_down_alert_runs_node_outage_for_that_node(rulebook: RulebookProces
     wait_for_run(rulebook, records, "outage", "ng-a1")
     (run,) = runs(records, "outage", "ng-a1")
     assert run["outage_nodes"] == ["ng-a1"]
-    assert run["job_id"].startswith("eda:ng-a1:")
+    assert run["job_id"] == ""  # no fixed job id: node-outage makes a unique one per run
     assert rulebook.post(webhook_payload([alert("ng-a1", status="resolved")])) == 200
     wait_for_run(rulebook, records, "recover", "ng-a1")
 
@@ -119,7 +122,7 @@ def test_storm_counts_alerts_across_posts(rulebook: RulebookProcess, records: Pa
 def test_deny_and_allow_lists(rulebook: RulebookProcess, records: Path) -> None:
     assert rulebook.post(webhook_payload([alert("ng-cp1")])) == 200  # deny-listed
     assert rulebook.post(webhook_payload([alert("ng-cp1", status="resolved")])) == 200
-    assert rulebook.post(webhook_payload([alert("db-node-7")])) == 200  # outside ^ng-
+    assert rulebook.post(webhook_payload([alert("db-node-7")])) == 200  # not in nodeguard_allow_nodes
     assert rulebook.post(webhook_payload([alert("db-node-7", status="resolved")])) == 200
     decided_after_control(rulebook, records)
     assert not list(records.glob("*-ng-cp1-*"))
@@ -138,3 +141,36 @@ def test_wrong_token_is_refused_and_changes_nothing(rulebook: RulebookProcess, r
     assert rulebook.post(webhook_payload([alert("ng-f1")]), token="not-the-token") == 401
     decided_after_control(rulebook, records)
     assert runs(records, "outage", "ng-f1") == []
+
+
+def test_a_numeric_node_name_reaches_the_playbook_as_a_string(rulebook: RulebookProcess, records: Path) -> None:
+    assert rulebook.post(webhook_payload([alert("123")])) == 200
+    wait_for_run(rulebook, records, "outage", "123")
+    assert runs(records, "outage", "123")[0]["outage_nodes"] == ["123"]
+    assert rulebook.post(webhook_payload([alert("123", status="resolved")])) == 200
+    wait_for_run(rulebook, records, "recover", "123")
+
+
+def test_an_injection_alert_runs_nothing_and_is_logged(rulebook: RulebookProcess, records: Path, tmp_path: Path) -> None:
+    """The recorder playbooks read outage_nodes, as node-outage does: a template there would run."""
+    marker = tmp_path / "injected"
+    payloads = [
+        f"{{{{ lookup('pipe', 'touch {marker}') }}}}w9",
+        f"ng-{{{{ lookup('pipe', 'touch {marker}') }}}}",
+        "ng-{{ 7*7 }}",
+    ]
+    for node in payloads:
+        assert rulebook.post(webhook_payload([alert(node)])) == 200
+        assert rulebook.post(webhook_payload([alert(node, status="resolved")])) == 200
+    # a valid, allowed node whose other fields carry the payload: refused too (fingerprint), or dropped (annotations)
+    forged = alert("ng-i1")
+    forged["fingerprint"] = f"{{{{ lookup('pipe', 'touch {marker}') }}}}"
+    forged["annotations"]["summary"] = f"{{{{ lookup('pipe', 'touch {marker}') }}}}"
+    assert rulebook.post(webhook_payload([forged])) == 200
+    decided_after_control(rulebook, records)
+    assert not marker.exists(), "a command from the alert ran"
+    assert not list(records.glob("*-ng-4*")) and not list(records.glob("*-ng-i1-*"))
+    assert not [p for p in records.iterdir() if "{" in p.name or "w9" in p.name]
+    log = rulebook.log()
+    assert log.count("nodeguard REFUSED: alert refused, nothing runs for it: label node:") == 2 * len(payloads)
+    assert "nodeguard REFUSED: alert refused, nothing runs for it: fingerprint" in log

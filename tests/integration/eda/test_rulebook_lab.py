@@ -5,6 +5,11 @@ A worker that runs a db pod (StatefulSet, RWO CSI volume) is powered off. Once i
 stale Lease (what Prometheus would see before NodeguardNodeDown fires), the alert is posted: the
 rulebook must fail the node over (out-of-service taint, db pod Ready elsewhere). After power-on the
 resolved alert must make node-recover remove the taint.
+
+An alert whose node label is a template (the injection of issue 11) must run nothing: the payload
+would create a marker file, which must not exist, no playbook starts for it, and the refusal is logged.
+A node that is allowed and has a power mapping of its own but does not exist in the cluster gets
+node-outage's "unknown-node" refusal, and the cluster is left as it was.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from rulebook_process import REPO, RulebookProcess, alert, webhook_payload
 
 LAB_INVENTORY = REPO / "lab" / ".state" / "inventory.yml"
 OOS = "node.kubernetes.io/out-of-service"
+INCIDENT = "failover.nodeguard.io/incident"
+GHOST = "ng-ghost"  # allowed, mapped to a harmless command hook, but no such Node
 NAMESPACE = "failover-lab"
 # Shorter waits than production for the lab (the same ones tests/integration/incident uses).
 LAB_TIMINGS = {
@@ -82,11 +89,13 @@ def rulebook(lab, tmp_path: Path) -> Iterator[RulebookProcess]:
     # The playbooks run on localhost; ansible-rulebook limits runs to the ruleset's hosts (localhost),
     # so the inventory must name it (docs/eda.md).
     local = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
-    (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": LAB_TIMINGS, "hosts": local}}))
+    ghost_power = {"node_outage_power_by_node": {GHOST: {"type": "command", "command": ["/bin/false"]}}}
+    (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": {**LAB_TIMINGS, **ghost_power}, "hosts": local}}))
     process = RulebookProcess(
         tmp_path,
-        # the shipped defaults: nodeguard.failover.node_outage / node_recover by FQCN
-        overrides={"nodeguard_storm_max_nodes": 1},
+        # the shipped defaults: nodeguard.failover.node_outage / node_recover by FQCN;
+        # the allow-list names the lab's workers (each has its own BMC in the lab inventory) and the ghost
+        overrides={"nodeguard_storm_max_nodes": 1, "nodeguard_allow_nodes": [*lab.worker_names(), GHOST]},
         inventory=inventory,
     )
     yield process
@@ -117,3 +126,30 @@ def test_node_down_alert_fails_the_node_over_and_resolved_recovers_it(lab, targe
     lab.wait_for(lambda: lab.node_ready(target), timeout=180, interval=2, what=f"{target} Ready again")
     assert rulebook.post(webhook_payload([alert(target, status="resolved")])) == 200
     wait_or_show_log(lab, rulebook, lambda: not has_taint(lab, target), 300, f"the taint removed from {target}")
+
+
+def cluster_state(lab) -> dict:
+    """Per node: its taints and its incident record (what a remediation would change)."""
+    return {
+        n.metadata.name: (sorted(t.key for t in n.spec.taints or []), (n.metadata.annotations or {}).get(INCIDENT))
+        for n in lab.core().list_node().items
+    }
+
+
+def test_injection_alert_runs_nothing_and_the_refusal_is_logged(lab, rulebook: RulebookProcess, tmp_path: Path) -> None:
+    marker = tmp_path / "injected"
+    before = cluster_state(lab)
+    injection = f"{{{{ lookup('pipe', 'touch {marker}') }}}}w9"
+    assert rulebook.post(webhook_payload([alert(injection)])) == 200
+    # Then an allowed node with a power mapping that does not exist: its run is the only one that may start,
+    # and once it has been refused, the injection alert before it has been decided (events are handled in order).
+    assert rulebook.post(webhook_payload([alert(GHOST)])) == 200
+    wait_or_show_log(lab, rulebook, lambda: "unknown-node" in rulebook.log(), 300, f"node-outage refusing {GHOST}")
+
+    log = rulebook.log()
+    assert not marker.exists(), "the alert's payload ran a command"
+    assert "nodeguard REFUSED: alert refused, nothing runs for it: label node:" in log
+    assert "\\x7b\\x7b" in log  # the refused value is logged escaped
+    assert log.count("PLAY [Fail over dead nodes") == 1, f"a playbook run other than {GHOST}'s started:\n{log[-6000:]}"
+    assert f"refused [unknown-node]: node '{GHOST}' does not exist in the cluster" in log
+    assert cluster_state(lab) == before
