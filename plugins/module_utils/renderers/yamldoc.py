@@ -269,16 +269,21 @@ def _keep_comments(hunk, base: list, kinds: list):
     return first, end, new_lines
 
 
-def _place_new_items(hunk, kinds: list):
-    """New list items go before the comment or blank lines that end the list (ruamel puts them after)."""
+def _place_new_lines(hunk, kinds: list):
+    """New list items and keys go before the comment or blank lines that end their block.
+
+    ruamel hangs those lines on the last item of the block, so it writes what is added to the block
+    after them, where they introduce the next key. Moved up only over comment and blank lines, and
+    only when the line above them is at least as deep as the new lines (so still inside the block).
+    """
     first, end, lines = hunk
-    item = _CONTENT.match(lines[0].rstrip("\n")) if first == end and lines else None
-    if item is None or not item.group("dashes"):
+    new = scan(lines[:1])[0] if first == end and lines else None
+    if new is None or new.kind != CONTENT:
         return hunk
     position = first
     while position > 0 and kinds[position - 1].kind in (COMMENT, BLANK):
         position -= 1
-    if position == first or position == 0 or kinds[position - 1].indent < len(item.group("indent")):
+    if position == first or position == 0 or kinds[position - 1].indent < new.indent:
         return hunk
     return position, position, lines
 
@@ -298,7 +303,7 @@ def _merge(original: str, base: str, edited: str) -> str:
     kinds = scan(base_lines)
     ours = [(first, end, lines, False) for first, end, lines in _hunks(base_lines, original_lines)]
     theirs = [
-        (*_place_new_items(_keep_comments(hunk, base_lines, kinds), kinds), True)
+        (*_place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds), True)
         for hunk in _hunks(base_lines, edited_lines)
     ]
     groups = []  # hunks that overlap; an insertion at the edge of a range does not overlap it

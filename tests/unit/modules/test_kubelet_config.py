@@ -75,3 +75,37 @@ def test_owner_mode_and_symlink_are_kept(run_module, copy_fixture, tmp_path):
     assert (stat.st_uid, stat.st_gid, oct(stat.st_mode & 0o777)) == (1234, 2345, "0o640")
     backup = os.stat(result["backup_file"])
     assert (backup.st_uid, backup.st_gid, oct(backup.st_mode & 0o777)) == (1234, 2345, "0o640")
+
+
+def test_existing_empty_file_is_refused_unless_create(run_module, tmp_path):
+    """An empty /var/lib/kubelet/config.yaml must not silently become a file without staticPodPath or clusterDNS."""
+    for content in ("", "\n", "# the image build failed to write this file\n"):
+        path = tmp_path / "config.yaml"
+        path.write_text(content)
+        refused = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+        assert refused["failed"] and refused["path"] == str(path)
+        assert refused["msg"].startswith(f"{path} exists but is empty") and "set create=true" in refused["msg"]
+        assert path.read_text() == content
+    created = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS, "create": True})
+    assert created["changed"] and "nodeLeaseDurationSeconds: 20" in path.read_text()
+
+
+def test_malformed_file_is_refused_with_its_path_and_line(run_module, tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("kind: KubeletConfiguration\nclusterDNS: [10.96.0.10\n")
+    result = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+    assert result["failed"] and result["msg"].startswith(f"{path} is not valid YAML: ") and "line 3" in result["msg"]
+
+
+def test_real_shaped_file_check_mode_is_honest_and_second_run_is_byte_identical(run_module, copy_fixture):
+    path = copy_fixture("kubelet-config-trailing-spaces.yaml", "config.yaml")
+    before = path.read_text()
+    checked = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS}, check_mode=True)
+    assert checked["changed"] and path.read_text() == before and checked["diff"]["before"] == before
+    applied = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+    after = path.read_text()
+    assert checked["diff"]["after"] == applied["diff"]["after"] == after
+    assert checked["checksum"] == applied["checksum"]
+    assert after == before.replace("nodeStatusUpdateFrequency: 10s\n", "nodeStatusUpdateFrequency: 4s\n") + "\nnodeLeaseDurationSeconds: 20"
+    again = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS})
+    assert again["changed"] is False and path.read_text() == after

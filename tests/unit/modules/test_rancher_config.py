@@ -70,3 +70,28 @@ def test_diff_masks_tokens_but_the_file_keeps_them(run_module, copy_fixture):
         assert "token: <redacted by nodeguard.failover>\n" in result["diff"][side]
     applied = run_module(rancher_config, {"distribution": "rke2", "path": str(path), "args": ARGS})
     assert applied["changed"] and 'token: "K10example::server:secret"   # rotated quarterly\n' in path.read_text()
+
+
+def test_empty_config_yaml_is_valid_input(run_module, tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("")
+    result = run_module(rancher_config, {"distribution": "k3s", "path": str(path), "args": ARGS})
+    assert result["changed"] and path.read_text() == (
+        "kube-controller-manager-arg:\n- node-monitor-grace-period=20s\nkubelet-arg:\n- node-status-update-frequency=4s\n"
+    )
+
+
+def test_hyphenated_and_underscored_secret_keys_are_masked_in_the_diff(run_module, copy_fixture):
+    path = copy_fixture("rke2-config-comments.yaml", "config.yaml")
+    before = path.read_text()
+    result = run_module(rancher_config, {"distribution": "rke2", "path": str(path), "args": ARGS})
+    assert result["changed"]
+    for secret in ("EXAMPLEACCESSKEY1111", "EXAMPLEACCESSKEY2222", "example-secret-1111", "K10example-token"):
+        assert secret in before and secret in path.read_text()
+        assert secret not in result["diff"]["before"] and secret not in result["diff"]["after"], secret
+    assert "etcd-s3-access-key: <redacted by nodeguard.failover>\n" in result["diff"]["after"]
+    assert "etcd_s3_access_key: <redacted by nodeguard.failover>\n" in result["diff"]["after"]
+    assert path.read_text() == before.replace(
+        '  - "node-monitor-grace-period=40s"   # platform default\n', '  - "node-monitor-grace-period=20s"   # platform default\n'
+    ).replace('  - "eviction-hard=memory.available<300Mi"\n', '  - "eviction-hard=memory.available<300Mi"\n  - node-status-update-frequency=4s\n')
+    assert run_module(rancher_config, {"distribution": "rke2", "path": str(path), "args": ARGS})["changed"] is False

@@ -41,3 +41,31 @@ def test_real_ansible_run(ansible_adhoc, copy_fixture):
     result = ansible_adhoc("rke1_cluster_config", {"path": str(path), "services": SERVICES})
     assert result["changed"] is True, result
     assert ansible_adhoc("rke1_cluster_config", {"path": str(path), "services": SERVICES})["changed"] is False
+
+
+def test_list_item_offset_file_changes_only_the_owned_lines_and_masks_secrets(run_module, copy_fixture):
+    path = copy_fixture("rke1-cluster-list-offset.yml", "cluster.yml")
+    before = path.read_text()
+    services = {"kube-controller": {"node-monitor-grace-period": "20s"}, "kube-api": {"oidc-client-secret": "s3cr3t-value"}}
+    checked = run_module(rke1_cluster_config, {"path": str(path), "services": services}, check_mode=True)
+    assert checked["changed"] and path.read_text() == before
+    applied = run_module(rke1_cluster_config, {"path": str(path), "services": services})
+    assert path.read_text() == before.replace(
+        '      terminated-pod-gc-threshold: "1000"\n', '      terminated-pod-gc-threshold: "1000"\n      node-monitor-grace-period: 20s\n'
+    ).replace('      audit-log-maxage: "30"\n', '      audit-log-maxage: "30"\n      oidc-client-secret: s3cr3t-value\n')
+    assert applied["checksum"] == checked["checksum"]
+    shown = repr((applied["diff"], applied["changes"], applied["extra_args"], checked["diff"]))
+    for secret in ("s3cr3t-value", "EXAMPLEACCESSKEY0000", "example/secret/key", "not-a-real-password", "-----BEGIN OPENSSH"):
+        assert secret not in shown, secret
+    assert "    ssh_key: <redacted by nodeguard.failover>\n" in applied["diff"]["after"]
+    assert applied["extra_args"]["kube-api"]["oidc-client-secret"] == "<redacted by nodeguard.failover>"
+    again = run_module(rke1_cluster_config, {"path": str(path), "services": services})
+    assert again["changed"] is False and again["checksum"] == applied["checksum"]
+
+
+def test_empty_cluster_yml_is_refused(run_module, tmp_path):
+    path = tmp_path / "cluster.yml"
+    path.write_text("")
+    result = run_module(rke1_cluster_config, {"path": str(path), "services": SERVICES})
+    assert result["failed"] and result["msg"].startswith(f"{path} exists but is empty") and "create" not in result["msg"]
+    assert path.read_text() == ""

@@ -130,3 +130,25 @@ def test_missing_ruamel_is_reported_with_the_package_names(run_module, copy_fixt
     result = run_module(static_pod_flags, {"path": str(path), "flags": KCM_FLAGS})
     assert result["failed"] and "python3-ruamel.yaml" in result["msg"]
     assert path.read_bytes() == before
+
+
+def test_empty_manifest_is_refused(run_module, tmp_path):
+    path = tmp_path / "manifests" / "kube-scheduler.yaml"
+    path.parent.mkdir()
+    path.write_text("")
+    result = run_module(static_pod_flags, {"path": str(path), "flags": {"kube-api-qps": "100"}})
+    assert result["failed"] and result["msg"].startswith(f"{path} exists but is empty") and result["path"] == str(path)
+    assert path.read_text() == ""
+
+
+def test_commented_manifest_changes_only_the_owned_lines(run_module, copy_fixture):
+    path = manifest(copy_fixture, "kube-scheduler-commented.yaml")
+    before = path.read_text()
+    args = {"path": str(path), "container": "kube-scheduler", "flags": {"kube-api-burst": "200"}}
+    checked = run_module(static_pod_flags, args, check_mode=True)
+    applied = run_module(static_pod_flags, args)
+    expected = before.replace("    - --kube-api-qps=100\n", "    - --kube-api-qps=100\n    - --kube-api-burst=200\n")
+    assert path.read_text() == expected == checked["diff"]["after"] == applied["diff"]["after"]
+    assert "    image: registry.k8s.io/kube-scheduler:v1.30.4  \n" in expected  # trailing spaces kept
+    again = run_module(static_pod_flags, args)
+    assert again["changed"] is False and path.read_text() == expected
