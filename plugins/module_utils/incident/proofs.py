@@ -73,6 +73,8 @@ def prove_power_off(reading=None, error=None, identity=None) -> Proof:
         problems.append(f"the power device is not shown to belong to this node: {identity.detail}")
     if reading.state != "off":
         problems.append(f"{reading.method} reads power {reading.state.upper()} ({reading.detail})")
+    elif problems:
+        problems.append(f"{reading.method} reads power OFF, which proves nothing about this node")
     if problems:
         return Proof("power-off", False, "; ".join(problems))
     return Proof("power-off", True, f"{reading.method} reads power OFF ({reading.detail}); identity: {identity.detail}")
