@@ -73,8 +73,8 @@ def describe(lease) -> str:
         holder = None
     if isinstance(holder, dict) and holder.get("job"):
         who = f"job {holder.get('job')!r} on host {holder.get('host')} (pid {holder.get('pid')}, run {holder.get('run')})"
-    else:
-        who = f"{spec.get('holderIdentity')!r}"
+    else:  # a Lease written by hand or by an older version: its holderIdentity is all there is
+        who = f"job {spec.get('holderIdentity')!r}"
     return f"{who}, renewTime {spec.get('renewTime') or spec.get('acquireTime') or 'none'} by its own clock"
 
 

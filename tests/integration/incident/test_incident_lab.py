@@ -4,8 +4,11 @@ One worker hosting a db pod (StatefulSet, RWO CSI volume) goes through, in order
   healthy        -> refusals: node Ready, control-plane node, lock held, unknown node
   kubelet stopped (machine still on: a partition)
                  -> refusals: BMC says On, BMC unreachable, wrong credentials, storm; check mode plan
-                 -> outage with fencing (powers the node off through Redfish), killed right after the
-                    taint; Redfish, IPMI and fence_redfish all read Off; a rerun completes; db Ready elsewhere
+                 -> two outage runs at once: one fences (Redfish) and taints, the other is refused by the lock;
+                    the winner is killed right after the taint; Redfish, IPMI and fence_redfish all read Off;
+                    a rerun is refused by the dead run's lock, one that waits takes it over; its ansible-playbook
+                    is killed -9, the module goes on and a third run is refused naming it; it completes;
+                    one taint Event; db Ready elsewhere
   powered on     -> node-recover removes the taint and prints the timeline
 Every refusal must leave the cluster exactly as it was: no taint, no record, no deleted pod, no lock.
 One power-off for the whole suite keeps it short (about 3 minutes of waiting for the controllers).
@@ -159,6 +162,26 @@ def assert_unchanged(lab, node, before):
     assert set(before["pods"]) <= set(after["pods"]), "a pod was deleted"
 
 
+def lock_holder(lab, node):
+    """The holder of the node's lock Lease (job, host, pid, run), or None when there is no Lease."""
+    result = lab.kubectl("get", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{node}", "-o", "json", check=False)
+    if result.returncode != 0:
+        return None
+    return json.loads((json.loads(result.stdout)["metadata"].get("annotations") or {}).get("failover.nodeguard.io/holder") or "null")
+
+
+def taint_events(lab, node) -> list:
+    return lab.core().list_namespaced_event("default", field_selector=f"involvedObject.name={node},reason=FailoverTainted").items
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie waiting to be reaped does not count)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def db_pod_on(lab, node):
     pods = lab.core().list_namespaced_pod(NAMESPACE, label_selector="app=db").items
     return next((p for p in pods if p.spec.node_name == node), None)
@@ -255,33 +278,81 @@ def test_refusals_while_partitioned(lab, remediator, target):
 
 
 def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, target):
-    """node-outage powers the node off itself (fence), is killed right after the taint, and a rerun finishes."""
+    """Two node-outage runs start at once from this host with the default job id: one fences and taints, the
+    other is refused by the lock. The winner is killed right after the taint. A rerun is refused while the
+    dead run's Lease stands; one that may wait takes the lock over once it saw the Lease unchanged for its TTL.
+    That run loses its ansible-playbook to kill -9 and its module goes on (ansible-core detached it): a third
+    run is refused naming that module's pid, and the orphan completes the outage alone."""
     old_db = db_pod_on(lab, target)
     assert old_db is not None
+    # The old db pod stays listed (Terminating) until this test lifts a finalizer: every run that force-deletes it
+    # then waits in delete-pods, holding and renewing the lock, for as long as the test needs.
+    pod_ref = ("pod", old_db.metadata.name, "-n", NAMESPACE)
+    lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": ["nodeguard.test/hold"]}}))
     started = time.time()
-    run = playbook(remediator, "node-outage", target, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2)
+    # A short lock TTL: the takeover below waits 20 s, not the default 120 s.
+    short_lock = {"node_outage_lock_ttl_seconds": 20, "node_outage_pod_delete_timeout": 240}
+    runs = [
+        playbook(remediator, "node-outage", target, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2, **short_lock)
+        for _ in range(2)
+    ]
     try:
         lab.wait_for(lambda: has_taint(lab, target), timeout=180, interval=0.2, what="the out-of-service taint")
+        lab.wait_for(lambda: any(run.poll() is not None for run in runs), timeout=120, interval=0.2, what="the run without the lock to end")
     finally:
-        kill_tree(run.pid)  # the whole job dies, module process included (it runs in its own session)
-        run.wait()
+        for run in runs:
+            if run.poll() is None:
+                kill_tree(run.pid)  # the whole job dies, module process included (it runs in its own session)
+    outputs = [run.communicate()[0] for run in runs]
+    refused = [output for output in outputs if "refused [lock-held]" in output]
+    assert len(refused) == 1, "\n----\n".join(output[-3000:] for output in outputs)
+    assert "locked by job " in refused[0] and " pid " in refused[0]
+    assert len(taint_events(lab, target)) == 1, "two taints recorded for one incident"
     interrupted = record(lab, target)
     assert interrupted is not None, "a taint without a record"
     assert interrupted["steps"]["taint"]["outcome"] == "tainted"
     assert interrupted["steps"]["fence"]["outcome"] == "powered-off"
     assert lab.container_state(target) != "running"
 
+    # The killed run's Lease stands: a rerun is refused at once, naming it; nothing changes.
+    dead = lock_holder(lab, target)
+    assert dead is not None
+    lab.wait_for(lambda: not alive(dead["pid"]), timeout=10, interval=0.2, what=f"the killed module (pid {dead['pid']}) to be gone")
+    before = state(lab, target)
+    result = playbook(remediator, "node-outage", target)
+    assert_refused_unchanged(lab, target, result, before, f"pid {dead['pid']}, run {dead['run']}")
+
     # Every out-of-band reader agrees, through the node_power module: Redfish, IPMI, the ClusterLabs agent.
     host = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]
     for power in (host["bmc"], host["bmc_ipmi"], dict(host["bmc"], type="fence_agent", agent="fence_redfish")):
         assert read_power(remediator, target, power) == "off"
 
-    result = playbook(remediator, "node-outage", target)
-    assert result.returncode == 0, result.stdout[-4000:]
-    assert "outage complete (resume from " in result.stdout
+    # A rerun that may wait takes the lock over (it watched the Lease unchanged for 20 s) and resumes; it waits
+    # in delete-pods for the held pod. Its ansible-playbook is killed with -9, and its module goes on.
+    rerun = playbook(remediator, "node-outage", target, background=True, node_outage_lock_wait_seconds=40, **short_lock)
+    orphan = None
+    try:
+        lab.wait_for(lambda: (lock_holder(lab, target) or {}).get("run") not in (None, dead["run"]), timeout=120, interval=0.5, what="the takeover")
+        os.kill(rerun.pid, signal.SIGKILL)  # ansible-playbook only, as a crashed job runner or a closed terminal does
+        rerun.wait()
+        holder = lock_holder(lab, target)
+        orphan = holder["pid"]
+        assert alive(orphan), "the module died with ansible-playbook; this test expects ansible-core to detach it"
+        before = state(lab, target)
+        result = playbook(remediator, "node-outage", target)
+        assert_refused_unchanged(lab, target, result, before, f"pid {orphan}, run {holder['run']}")
+        lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": None}}))
+        lab.wait_for(lambda: lock_holder(lab, target) is None, timeout=300, interval=2, what="the orphaned module to finish and release its lock")
+    finally:
+        lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": None}}), check=False)
+        if orphan is not None and alive(orphan):
+            os.kill(orphan, signal.SIGKILL)  # the module this test started, by its pid
     done = record(lab, target)
-    assert done["phase"] == "outage-complete"
+    assert done["phase"] == "outage-complete", done
     assert has_taint(lab, target)
+    assert len(taint_events(lab, target)) == 1
+    result = playbook(remediator, "node-outage", target)
+    assert result.returncode == 0 and "outage already complete" in result.stdout, result.stdout[-3000:]
 
     replacement = lab.core().read_namespaced_pod(old_db.metadata.name, NAMESPACE)
     assert replacement.metadata.uid != old_db.metadata.uid
