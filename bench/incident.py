@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,13 +97,19 @@ def wait_seconds(record: dict) -> dict:
     return waits
 
 
+def _stamp(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def run_playbook(node: str) -> tuple[float, dict, str]:
     extra = {
         "outage_nodes": [node],
         "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python"),
         "kubeconfig": scale.audited_kubeconfig(),
         "node_outage_allow_manual_attestation": True,
+        # Scale-mode nodes have no BMC (and no systemUUID): an attestation for this node and this run only.
         "node_outage_power_by_node": {node: {"type": "manual", "attestation": {
+            "node": node, "state": "off", "not_before": _stamp(time.time() - 60), "expires": _stamp(time.time() + 3600),
             "operator": "bench/incident.py", "reason": "scale-mode node: kwok stopped managing it"}}},
     }
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
