@@ -1,0 +1,109 @@
+"""The applied profile is a cluster object: tune-failover records it and node-outage takes its wait from it.
+
+A user runs the documented commands and nothing else:
+
+    ansible-playbook -i inventory.yml playbooks/tune-failover.yml -e failover_preset=fast
+    ansible-playbook -i inventory.yml playbooks/node-outage.yml -e outage_nodes=<dead node>
+
+and node-outage waits the fast preset's remediation.not_ready_seconds (20 s), not the stock 60 s.
+Before the tune, the same run says the cluster was never tuned. The lab is put back to stock afterwards:
+the collection's own kubernetes-default preset, then the exact bytes of every file and ConfigMap.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
+SYSCTL_FILE = "/etc/sysctl.d/90-nodeguard-failover.conf"
+KUBEADM_CONFIGMAPS = ("kubeadm-config", "kubelet-config")
+RECORD_NAMESPACE, RECORD_NAME = "nodeguard-system", "nodeguard-applied-profile"
+
+
+def ansible_playbook(lab, playbook: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    argv = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"),
+            str(REPO / "playbooks" / playbook), *args] + (["--check"] if check else [])
+    return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False)
+
+
+def configmap(lab, namespace: str, name: str) -> dict | None:
+    result = lab.kubectl("get", "configmap", "-n", namespace, name, "-o", "json", check=False)
+    return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def node_file(lab, node: str, path: str) -> str | None:
+    result = lab.podman("exec", node, "cat", path, check=False)
+    return result.stdout if result.returncode == 0 else None
+
+
+def nodes(lab) -> list[str]:
+    groups = lab.inventory_nodes()
+    return groups["control_plane"] + groups["workers"]
+
+
+@pytest.fixture
+def back_to_stock(lab):
+    """Save what tune-failover changes outside the manifests; after the test, tune back to stock and restore the bytes."""
+    assert configmap(lab, RECORD_NAMESPACE, RECORD_NAME) is None, "the lab must start untuned (no applied profile)"
+    kubelet = {node: node_file(lab, node, KUBELET_CONFIG) for node in nodes(lab)}
+    kubeadm = {name: configmap(lab, "kube-system", name) for name in KUBEADM_CONFIGMAPS}
+    yield
+    lab.reset_lab()  # every node on and Ready: the stock tune below touches all of them
+    stock = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=kubernetes-default",
+                             "-e", "failover_record_profile=false")
+    assert stock.returncode == 0, stock.stdout + stock.stderr
+    for node, text in kubelet.items():
+        if text is not None and node_file(lab, node, KUBELET_CONFIG) != text:
+            subprocess.run(["podman", "exec", "-i", node, "sh", "-c",
+                            f"cat > {KUBELET_CONFIG}.tmp && mv {KUBELET_CONFIG}.tmp {KUBELET_CONFIG}"],
+                           input=text, text=True, check=True)
+            lab.podman("exec", node, "systemctl", "restart", "kubelet")
+        lab.podman("exec", node, "rm", "-f", SYSCTL_FILE, check=False)
+    for name, saved in kubeadm.items():
+        current = configmap(lab, "kube-system", name)
+        if current["data"] != saved["data"]:
+            current["data"] = saved["data"]
+            lab.kubectl("replace", "-f", "-", stdin=json.dumps(current))
+    lab.kubectl("delete", "configmap", "-n", RECORD_NAMESPACE, RECORD_NAME, "--ignore-not-found")
+    lab.reset_lab()
+
+
+@pytest.mark.changes_control_plane
+def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_stock):
+    victim = lab.worker_names()[0]
+
+    never = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}", check=True)
+    assert never.returncode != 0  # the node is Ready: refused, nothing changed
+    assert "never tuned" in never.stdout and "not_ready_seconds=60 (stock)" in never.stdout, never.stdout
+
+    tuned = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=fast")
+    assert tuned.returncode == 0, tuned.stdout + tuned.stderr
+    record = json.loads(configmap(lab, RECORD_NAMESPACE, RECORD_NAME)["data"]["profile.json"])
+    assert (record["preset"], record["distribution"]) == ("fast", "kubeadm")
+    assert record["remediation"] == {"not_ready_seconds": 20, "lease_margin_seconds": 10}
+    assert record["kubernetes_version"] == "1.35.4" and record["applied_at"]
+
+    lab.power_off(victim)
+    lab.wait_for(lambda: not lab.node_ready(victim), timeout=60, what=f"{victim} NotReady")
+    not_ready_at = time.monotonic()
+    # Past the fast wait (20 s) and the Lease (3 s + 10 s margin), well short of the stock 60 s.
+    time.sleep(max(0.0, not_ready_at + 28 - time.monotonic()))
+
+    documented = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}", check=True)
+    assert documented.returncode == 0, documented.stdout + documented.stderr
+    assert "not_ready_seconds=20 (applied-profile)" in documented.stdout, documented.stdout
+    assert "applied profile 'fast'" in documented.stdout
+
+    explicit = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}",
+                                "-e", "node_outage_not_ready_seconds=60", check=True)
+    assert time.monotonic() - not_ready_at < 60, "too slow to show the explicit value's refusal"
+    assert explicit.returncode != 0, explicit.stdout
+    assert "not_ready_seconds=60 (explicit)" in explicit.stdout
