@@ -127,7 +127,7 @@ options:
       off_confirm_seconds:
         description:
           - Off is proven by two readings this many seconds apart, both Off, with identity shown both times, so the
-            short Off of a host that is rebooting does not count.
+            short Off of a host that is rebooting does not count. At least 1.
         type: int
         default: 5
       identity_unverifiable_reason:

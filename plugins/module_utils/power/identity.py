@@ -145,8 +145,9 @@ def read_with_identity(reader, node: dict, incident: str | None = None) -> tuple
 
 
 def off_confirm_seconds(reader) -> float:
+    """The mapping's off_confirm_seconds; at least 1: two readings at the same moment prove nothing more than one."""
     value = (getattr(reader, "config", None) or {}).get("off_confirm_seconds")
-    return float(DEFAULT_OFF_CONFIRM_SECONDS if value is None else value)
+    return max(1.0, float(DEFAULT_OFF_CONFIRM_SECONDS if value is None else value))
 
 
 def confirm_off(reader, node: dict, clock, first: tuple | None = None, interval: float | None = None, incident: str | None = None) -> tuple:

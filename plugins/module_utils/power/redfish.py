@@ -117,7 +117,10 @@ class RedfishReader:
         members = self.fetch("GET", SYSTEMS).get("Members") or []
         if len(members) != 1:
             raise PowerError(f"redfish {self.address} has {len(members)} systems; set system_id")
-        return members[0]["@odata.id"]
+        path = members[0].get("@odata.id") if isinstance(members[0], dict) else None
+        if not isinstance(path, str):
+            raise PowerError(f"redfish {self.address}: the Systems collection has no link to its system")
+        return path
 
     def identify(self) -> Identity:
         path = self._system_path()

@@ -228,3 +228,9 @@ def test_identify_error_is_not_identity():
 
     verdict = verify_identity(Broken(["off"]), k8s_node())
     assert not verdict.ok and "could not report which machine" in verdict.detail
+
+
+def test_off_confirm_seconds_is_at_least_one():
+    clock = Clock()
+    confirm_off(Sequence(["off", "off"], config={"off_confirm_seconds": 0}), k8s_node(), clock)
+    assert clock.sleeps == [1.0]
