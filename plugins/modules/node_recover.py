@@ -123,6 +123,13 @@ timeline_table:
   description: The timeline as a plain-text table.
   returned: always
   type: str
+retryable:
+  description:
+    - On failure, whether trying again later may succeed, because the node is not back yet (not Ready long enough,
+      power not On, old pods or VolumeAttachments left). False for refusals (an outage run stopped or holding the node's
+      lock, a false power-off proof), which waiting does not change. The role retries only while this is true.
+  returned: failure
+  type: bool
 lock:
   description:
     - The node's lock as this run held it; C(lease), C(holder), C(ttl_seconds), C(took_over) and C(release_note)
@@ -133,6 +140,7 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import K8S_AUTH_ARGUMENT_SPEC
@@ -165,7 +173,13 @@ def main():
         if run is not None and run.lock.release_note:
             module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
         # changed when the refusal itself was recorded (a false power-off proof: record and Warning Event)
-        module.fail_json(msg=str(e), changed=bool(run and run.changed), node=p["node"], lock=run.lock.report() if run else None)
+        module.fail_json(
+            msg=str(e),
+            changed=bool(run and run.changed),
+            node=p["node"],
+            retryable=isinstance(e, NotRecoveredYetError),
+            lock=run.lock.report() if run else None,
+        )
     result["lock"] = run.lock.report()  # after the release
     if run.lock.release_note:
         module.warn(run.lock.release_note)

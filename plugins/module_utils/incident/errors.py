@@ -42,6 +42,10 @@ class MissingProofError(ProofError):
         self.args = (self._message(),)
 
 
+class NotRecoveredYetError(ProofError):
+    """The node is not back yet (not Ready long enough, power not On, old pods left...): trying again later may succeed."""
+
+
 class NodeReturnedError(NodeguardError):
     """The node became Ready while the run was under way; the run stopped with a consistent record."""
 

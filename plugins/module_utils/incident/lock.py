@@ -206,6 +206,11 @@ class NodeLock:
             ) from e
         self._renewed = self.clock.monotonic()
 
+    @property
+    def held(self) -> bool:
+        """This run holds the lock now (acquired, not released, not lost)."""
+        return self.lease is not None
+
     def confirm(self) -> None:
         """Right before a destructive step or a record write: prove we still hold the lock (conditional renew)."""
         self.renew(force=True)

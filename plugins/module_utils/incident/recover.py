@@ -20,7 +20,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident import
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import timeline
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError, RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
@@ -166,6 +166,13 @@ class RecoverRun:
         """(record, adopted, checks) for the node as read now. Raises while an outage run is unfinished."""
         record = records.read(node)
         if record is not None and record.get("phase") in records.OUTAGE_STEPS:
+            if self.lock.held:  # this run holds the node's lock, so no outage run is under way: it stopped
+                raise RefusedError(
+                    "outage-stopped",
+                    f"the outage run on {self.o.node} stopped at step {record['phase']} (job {record.get('job')}) and no run holds "
+                    "the node's lock: it crashed or was killed. Rerun node-outage: it resumes, or stops cleanly if the node is back. "
+                    "Nothing was changed",
+                )
             raise RefusedError(
                 "outage-running",
                 f"the outage run on {self.o.node} is at step {record['phase']} (job {record.get('job')}), running or "
@@ -216,7 +223,7 @@ class RecoverRun:
                 self.recorder.event("FailoverPowerOffProofFalse", message, warning=True)
                 message += "; recorded on the incident and sent as a Warning Event"
             raise ProofError(f"{message}. Missing: {detail}")
-        raise ProofError(f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: {detail}")
+        raise NotRecoveredYetError(f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: {detail}")
 
     def _untaint(self, record: dict) -> dict:
         for _attempt in range(10):

@@ -5,7 +5,13 @@ import json
 import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import LockHeldError, LockLostError, StepTimeoutError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
+    LockHeldError,
+    LockLostError,
+    NotRecoveredYetError,
+    RefusedError,
+    StepTimeoutError,
+)
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import HOLDER_ANNOTATION, NodeLock
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
@@ -307,3 +313,22 @@ def test_recover_refused_while_a_live_run_holds_the_lock():
     with pytest.raises(LockHeldError, match="job 'job-1'"):
         RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-1"), clock).run()
     assert cluster.snapshot() == before
+
+
+def test_recover_after_a_crashed_outage_says_so_and_is_not_worth_retrying():
+    # node-recover retried an outage-running refusal for 5 minutes although nothing ran.
+    cluster, clock, power = setup()
+    cluster.fail_on["force_delete_pod"] = ConnectionError("job killed")
+    with pytest.raises(ConnectionError):
+        outage(cluster, clock, power).run()
+    with pytest.raises(RefusedError, match=r"outage-stopped.*no run holds the node's lock") as stopped:
+        RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-2"), clock).run()
+    assert not isinstance(stopped.value, NotRecoveredYetError)
+
+
+def test_recover_of_a_node_not_back_yet_is_worth_retrying():
+    cluster, clock, power = setup()
+    outage(cluster, clock, power).run()
+    with pytest.raises(NotRecoveredYetError, match="not recovered yet"):
+        RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-2"), clock).run()
+    assert cluster.leases == {}
