@@ -262,6 +262,7 @@ class OutageRun:
     def _fence(self, node: dict) -> tuple:
         started = self.clock.now()
         clock = _RenewingClock(self.clock, self.lock)
+        self.lock.confirm()  # power a machine off only while this run provably holds the node's lock
         try:
             _reading, attempts = fence_off(
                 self.power,

@@ -332,3 +332,26 @@ def test_recover_of_a_node_not_back_yet_is_worth_retrying():
     with pytest.raises(NotRecoveredYetError, match="not recovered yet"):
         RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-2"), clock).run()
     assert cluster.leases == {}
+
+
+def test_run_that_lost_the_lock_does_not_fence():
+    cluster, clock, _power = setup()
+
+    class StealingPower(FakePower):
+        """Reads On; meanwhile another run takes the lock over (this one was paused longer than the TTL)."""
+
+        def status(self):
+            key = ("nodeguard-system", "nodeguard-failover-w3")
+            if key in cluster.leases and cluster.leases[key]["spec"]["holderIdentity"] != "other run":
+                cluster.leases[key] = {
+                    "metadata": {"name": key[1], "resourceVersion": "99"},
+                    "spec": {"holderIdentity": "other run", "leaseDurationSeconds": 120, "renewTime": format_micro_time(clock.now())},
+                }
+            return super().status()
+
+    power = StealingPower("on")
+    before = cluster.snapshot()
+    with pytest.raises(LockLostError):
+        outage(cluster, clock, power, fence=True).run()
+    assert power.actions == []
+    assert cluster.snapshot()[:3] == before[:3]  # nodes, pods, attachments untouched
