@@ -211,6 +211,8 @@ def target(lab):
     if lab.container_state(node) == "running":
         lab.podman("exec", node, "systemctl", "start", "kubelet", check=False)
     lab.reset_lab()
+    # The durable incident history this module's runs wrote (one ConfigMap per node): leave the lab as found.
+    lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{node}", "--ignore-not-found", check=False)
 
 
 def test_refusals_while_the_node_is_healthy(lab, remediator, target):
@@ -378,5 +380,9 @@ def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, target
     assert not has_taint(lab, target)
     closed = record(lab, target)
     assert closed["phase"] == "recovered"
+    assert closed["identity"]["boot_id"] != node_obj(lab, target).status.node_info.boot_id, "recovered without a restart"
+    # The incident is kept in the durable history too, closed, whatever happens to the Events.
+    kept = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "-o", "json").stdout
+    assert json.loads(json.loads(kept)["data"][closed["id"]])["phase"] == "recovered"
     assert "taint removed" in result.stdout and "node NotReady (first seen)" in result.stdout
     print("\n" + "\n".join(line for line in result.stdout.splitlines() if "+seconds" in line or "Z  " in line))
