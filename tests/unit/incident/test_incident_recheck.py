@@ -294,3 +294,12 @@ def test_record_writes_after_the_taint_carry_a_resource_version():
     run(cluster, clock, power)
     assert len(patches) > 3
     assert all(p["metadata"].get("resourceVersion") for p in patches)
+
+
+def test_unreadable_bmc_is_never_recorded_as_already_off():
+    cluster, clock, _power = setup()
+    outage = OutageRun(cluster, FakePower(error="BMC unreachable"), options(fence=True), clock)
+    with pytest.raises(ProofError, match="power-off"):
+        outage.run()
+    assert "already reads OFF" not in outage.facts["fence"]
+    assert outage.facts["power"]["state"] == "unreadable"
