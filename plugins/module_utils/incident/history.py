@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Durable incident history: one ConfigMap per node in the lock namespace, the last KEEP incident records.
+"""Durable incident history: one ConfigMap per node in the lock namespace, the last KEEP incident records
+(fewer when they would not fit in one ConfigMap).
 
 Events expire after an hour and the Node annotation holds only the latest incident; the history keeps
 every record (also an ``interrupted`` one that a new run replaces on the Node) until KEEP newer ones exist.
@@ -18,6 +19,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services im
 
 PREFIX = "nodeguard-history-"
 KEEP = 20
+MAX_BYTES = 900 * 1024  # a ConfigMap holds at most 1 MiB: the oldest incidents go first when records are large
 _NAME_MAX = 253
 
 
@@ -70,6 +72,8 @@ def upsert(cluster, namespace: str, record: dict, keep: int = KEEP) -> None:
         current = cluster.get_config_map(namespace, config_map_name(node))
         kept = [r for r in entries(current) if r["id"] != record["id"]] + [record]
         kept = sorted(kept, key=lambda r: (_started(r), r["id"]))[-keep:]
+        while len(kept) > 1 and len(json.dumps(_body("", node, kept)["data"])) > MAX_BYTES:
+            kept = kept[1:]
         try:
             if current is None:
                 cluster.create_config_map(namespace, _body(namespace, node, kept))

@@ -118,3 +118,14 @@ def test_long_node_names_get_a_valid_config_map_name():
     name = history.config_map_name("n" * 253)
     assert len(name) <= 253 and name.startswith(history.PREFIX)
 
+
+
+def test_history_stays_within_one_config_map():
+    cluster = FakeCluster([node("w3")])
+    for i in range(10):
+        rec = records.new(cluster.nodes["w3"], "job", 1_800_000_000.0 + i * 3600, None)
+        rec["pods"] = {"moved": [{"name": f"pod-{j}-" + "x" * 200} for j in range(800)]}  # about 170 KiB each
+        history.upsert(cluster, NS, rec)
+    data = cluster.config_maps[(NS, "nodeguard-history-w3")]["data"]
+    assert sum(len(v) for v in data.values()) <= history.MAX_BYTES
+    assert 1 < len(data) < 10 and rec["id"] in data  # the oldest went, the newest stays
