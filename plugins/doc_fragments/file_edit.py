@@ -48,9 +48,20 @@ attributes:
     platforms: posix
     description: Target host with Python and ruamel.yaml.
 notes:
-  - Only the keys the module owns are changed; comments, key order, quoting and unknown fields are kept.
+  - Only the keys the module owns are changed. Every other line is written back byte for byte, including comments,
+    key order, quoting, trailing spaces, flow lists (C([a, b])), literal blocks (C(|-)), unknown fields and the final
+    newline or its absence. New keys and list items take the indentation of the block they are added to (including
+    list items indented under their key, C(nodes:) / C(  - address:)) and go before the comment or blank line that ends
+    the block.
+  - An existing file that is empty or holds only comments is refused, because a kubelet restarted on a nearly
+    empty C(config.yaml) would lose its C(staticPodPath), C(clusterDNS) and client CA. Where the module has a
+    C(create) option, setting it allows the edit. M(nodeguard.failover.rancher_config) accepts an empty file, because
+    an empty RKE2/k3s C(config.yaml) is valid. A file that is not YAML is refused with its path and the line where
+    it breaks.
   - The file is replaced atomically; owner, mode and SELinux context of the old file are kept. A symlink is followed
     and the file it points to is edited.
-  - In the diff, values of secret-looking keys (C(token), C(agent-token), C(password), C(ssh_key), C(datastore-endpoint), ...)
-    are masked; the file itself keeps them.
+  - In the diff, in RV(changes) and in returned flags, values of secret-looking keys and C(flag=value) items are masked
+    in every spelling (C(token), C(agent-token), C(password), C(ssh_key), C(etcd-s3-access-key), C(etcd_s3_access_key),
+    C(secret_key), C(datastore-endpoint), ...); the file itself keeps them. Paths to secrets (C(*-file), C(*_path)) and
+    booleans are shown.
 """

@@ -43,6 +43,7 @@ options:
     description:
       - Create the file (mode C(0600)) when it does not exist, as for a new drop-in. Without it a missing file is an
         error. The directory must exist.
+      - An existing empty file is edited either way (an empty C(config.yaml) is valid for RKE2 and k3s).
     type: bool
     default: false
 """

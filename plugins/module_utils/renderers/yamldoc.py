@@ -12,7 +12,7 @@ import difflib
 import io
 import re
 import traceback
-from collections import Counter
+from collections import Counter, namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 
@@ -122,7 +122,7 @@ def _segments(lines: list, kinds: list) -> list:
     segments = [[None, 0, 0]]
     for number, (line, kind) in enumerate(zip(lines, kinds)):
         if kind.kind == CONTENT and kind.indent == 0 and kind.dash is None and kind.key_column is not None:
-            segments.append([line.split(":", 1)[0] if not line.startswith(("'", '"')) else line, number, number])
+            segments.append([line.split(":", 1)[0], number, number])
         segments[-1][2] = number + 1
     return [tuple(segment) for segment in segments]
 
@@ -228,6 +228,10 @@ def _dump_styled(document, like_text: str) -> str:
     return "".join(assembled)
 
 
+# Where one text replaces base[first:end] with lines; is_change: the renderer's change, not the owner's style.
+_Hunk = namedtuple("_Hunk", "first end lines is_change")
+
+
 def _hunks(base: list, other: list) -> list:
     """[(first, end, lines)]: where ``other`` replaces base[first:end] with ``lines``."""
     matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
@@ -261,6 +265,7 @@ def _keep_comments(hunk, base: list, kinds: list):
         for number in removed:
             kind = kinds[number].kind
             keep = kind == COMMENT or (kind == BLANK and (seen_comment or (number >= trailing and not blank_before)))
+            keep = keep and (kind == BLANK or base[number] not in lines[j1:j2])  # not when the change moved it
             seen_comment = seen_comment or kind == COMMENT
             seen_content = seen_content or kind in (CONTENT, SCALAR)
             if keep:
@@ -301,31 +306,30 @@ def _merge(original: str, base: str, edited: str) -> str:
     original_lines = _lines(original + "\n" if no_final_newline else original)
     base_lines, edited_lines = _lines(base), _lines(edited)
     kinds = scan(base_lines)
-    ours = [(first, end, lines, False) for first, end, lines in _hunks(base_lines, original_lines)]
+    ours = [_Hunk(first, end, lines, False) for first, end, lines in _hunks(base_lines, original_lines)]
     theirs = [
-        (*_place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds), True)
+        _Hunk(*_place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds), True)
         for hunk in _hunks(base_lines, edited_lines)
     ]
     groups = []  # hunks that overlap; an insertion at the edge of a range does not overlap it
-    for hunk in sorted(ours + theirs, key=lambda hunk: (hunk[0], hunk[1], hunk[3])):
-        if groups and hunk[0] < max(end for _first, end, _lines_, _change in groups[-1]):
+    for hunk in sorted(ours + theirs, key=lambda hunk: (hunk.first, hunk.end, hunk.is_change)):
+        if groups and hunk.first < max(other.end for other in groups[-1]):
             groups[-1].append(hunk)
         else:
             groups.append([hunk])
     merged, position = [], 0
     for group in groups:
-        first = group[0][0]
-        end = max(hunk[1] for hunk in group)
+        first, end = group[0].first, max(hunk.end for hunk in group)
         merged.extend(base_lines[position:first])
-        changes = [hunk for hunk in group if hunk[3]]
-        if len(group) == 1 or not changes:
-            merged.extend(group[0][2])
+        changes = [hunk for hunk in group if hunk.is_change]
+        if len(group) == 1:
+            merged.extend(group[0].lines)
         else:  # the owner's style and the change meet: the change's text for these lines
             cursor = first
-            for hunk_first, hunk_end, lines, _change in changes:
-                merged.extend(base_lines[cursor:hunk_first])
-                merged.extend(lines)
-                cursor = hunk_end
+            for change in changes:
+                merged.extend(base_lines[cursor:change.first])
+                merged.extend(change.lines)
+                cursor = max(cursor, change.end)
             merged.extend(base_lines[cursor:end])
         position = max(position, end)
     merged.extend(base_lines[position:])
