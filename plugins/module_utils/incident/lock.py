@@ -99,7 +99,7 @@ class NodeLock:
     def _observe(self, lease) -> tuple:
         """('free'|'ours'|'held'|'expired', seconds since it last changed as seen from here, seconds watched)."""
         now = self.clock.monotonic()
-        holder = (lease or {}).get("spec", {}).get("holderIdentity")
+        holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
         if not holder or holder == self.identity:  # no holder, or this very run (its release failed)
             self._seen = None
             return ("ours" if holder else "free"), 0.0, 0.0
