@@ -80,6 +80,16 @@ copy_repo() {
   ln -sfn "$copy" "$copy/.build/collections/ansible_collections/nodeguard/failover"
 }
 
+# The lab's images are built (or found up to date) in the machine's own podman storage, where the
+# network reaches Debian's mirror, then copied into the private storage: inside the private network
+# namespace a build could not download its packages.
+build_images() {
+  local outside=(env -u CONTAINERS_CONF -u CONTAINERS_STORAGE_CONF)
+  "${outside[@]}" "$copy/scripts/build-node-image.sh" >/dev/null
+  "${outside[@]}" "$copy/lab/controlplane/controlplane.sh" image >/dev/null
+  "${outside[@]}" "$copy/lab/workers/workers.sh" image >/dev/null
+}
+
 load_images() {
   local image
   for image in "${images[@]}"; do
@@ -94,6 +104,7 @@ case "${1:-}" in
     write_podman_config
     make_namespaces
     copy_repo
+    build_images
     load_images
     inside lab/scripts/lab.sh up
     ;;

@@ -197,6 +197,7 @@ cmd_status() {
 
 case "${1:-}" in
   up) cmd_up ;;
+  image) ensure_image ;;
   down) cmd_down ;;
   status) cmd_status ;;
   flags) shift; [ $# = 1 ] || die "usage: $0 flags COMPONENT"; cmd_flags "$1" ;;
