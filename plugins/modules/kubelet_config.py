@@ -35,7 +35,7 @@ options:
     description:
       - Create the file (mode C(0600), with C(apiVersion) and C(kind)) when it does not exist, for example a drop-in
         in the kubelet C(--config-dir). Without it a missing file is an error.
-      - Also allows writing into an existing empty file, which is otherwise refused: a kubelet restarted on a file
+      - Also allows writing into an existing empty file, which is otherwise refused, because a kubelet restarted on a file
         with only the given settings would run without its C(staticPodPath), C(clusterDNS) and client CA.
     type: bool
     default: false
