@@ -162,6 +162,7 @@ cmd_status() {
 
 case "${1:-}" in
   up) cmd_up "${2:-}" ;;
+  image) ensure_image ;;
   down) cmd_down ;;
   status) cmd_status ;;
   *) echo "usage: $0 up [N] | down | status" >&2; exit 2 ;;
