@@ -10,7 +10,12 @@ when nothing needs to change, so kubernetes.core.k8s reports no change on a seco
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import (
+    kubeadm_accepts_api,
+    kubeadm_api_version,
+    parse_version,
+)
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubeadm_config, kubelet, yamldoc
 
 
@@ -25,11 +30,13 @@ def _with_gates(flags, gates, where: str) -> dict:
 
 
 def kubeadm_cluster_config_merge(cluster_configuration_yaml, controller_manager_flags=None, apiserver_flags=None,
-                                 controller_manager_feature_gates=None):
+                                 controller_manager_feature_gates=None, kubernetes_version=None):
     """New ClusterConfiguration text with the flags merged into controllerManager/apiServer extraArgs."""
     source = "ClusterConfiguration"
     try:
         document = yamldoc.load(_text(cluster_configuration_yaml, source), source)
+        if kubernetes_version:
+            _check_api(document, kubernetes_version, source)
         flags = _with_gates(controller_manager_flags, controller_manager_feature_gates, source)
         rendered = kubeadm_config.render(document, flags, apiserver_flags, source)
     except FileEditError as error:
@@ -58,6 +65,18 @@ def kubelet_settings_to_flags(settings, skip_unsupported=False):
         return kubelet.settings_to_flags(settings, "kubelet settings", skip_unsupported=bool(skip_unsupported))
     except FileEditError as error:
         raise AnsibleFilterError(str(error)) from error
+
+
+def _check_api(document, kubernetes_version, source: str) -> None:
+    """Refuse a ClusterConfiguration apiVersion the cluster's kubeadm does not read."""
+    try:
+        version = parse_version(kubernetes_version)
+    except ProfileError as error:
+        raise FileEditError(f"{source}: {error}") from error
+    api_version = document.get("apiVersion") if isinstance(document, dict) else None
+    if not kubeadm_accepts_api(version, api_version):
+        raise FileEditError(f"{source}: kubeadm {version} does not read apiVersion {api_version!r} "
+                            f"(it writes {kubeadm_api_version(version)})")
 
 
 def _text(value, source: str) -> str:

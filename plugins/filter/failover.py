@@ -8,6 +8,7 @@ import json
 import os
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
@@ -55,6 +56,13 @@ def collection_version() -> str:
     return "unknown"
 
 
+def failover_distribution(name):
+    try:
+        return distribution(name)._asdict()
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
 def failover_applied_profile(profile, applied_at, detect_seconds=None, evict_seconds=None, overrides=None, previous=None):
     try:
         return applied.record(profile, collection_version(), applied_at, detect_seconds, evict_seconds, overrides,
@@ -80,4 +88,5 @@ class FilterModule:
             "failover_timeline_table": failover_timeline_table,
             "failover_applied_profile": failover_applied_profile,
             "failover_profile_drift": failover_profile_drift,
+            "failover_distribution": failover_distribution,
         }

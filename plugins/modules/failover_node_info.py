@@ -125,12 +125,12 @@ import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import NAMES as DISTRIBUTIONS
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution as layout
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file, require_yaml_library
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet, rancher, rke1, static_pod
-
-DISTRIBUTIONS = ("kubeadm", "rke1", "rke2", "k3s")
 
 
 def argument_spec() -> dict:
@@ -160,24 +160,30 @@ class Paths:
             return os.path.join(root, path.lstrip("/"))
 
         self.under = under
-        self.manifests_dir = params["manifests_dir"] or under("/etc/kubernetes/manifests")
-        self.kubelet_config = params["kubelet_config"] or under("/var/lib/kubelet/config.yaml")
+        kubeadm = layout("kubeadm")
+        self.manifests_dir = params["manifests_dir"] or under(kubeadm.manifests_dir)
+        self.kubelet_config = params["kubelet_config"] or under(kubeadm.kubelet_config)
         self.rke1_cluster_config = params["rke1_cluster_config"]
         self.rancher_config_dir = params["rancher_config_dir"]
 
     def rancher_dir(self, distribution: str) -> str:
-        return self.rancher_config_dir or self.under(rancher.config_dir(distribution))
+        return self.rancher_config_dir or self.under(layout(distribution).config_dir)
 
     def markers(self, distribution: str) -> list:
-        """Files or directories whose presence says "this host runs <distribution>"."""
-        if distribution == "kubeadm":
-            return [os.path.join(self.manifests_dir, "kube-apiserver.yaml"),
-                    os.path.join(self.manifests_dir, "kube-controller-manager.yaml"),
-                    self.under("/etc/kubernetes/kubelet.conf")]
-        if distribution == "rke1":
-            return [path for path in (self.rke1_cluster_config,) if path] + [
-                self.under("/etc/kubernetes/ssl/kubecfg-kube-node.yaml")]
-        return [self.rancher_dir(distribution), self.under(f"/var/lib/rancher/{distribution}")]
+        """Files or directories whose presence says "this host runs <distribution>" (module_utils/distributions.py),
+        with the directories this module was pointed at in place of the defaults."""
+        table = layout(distribution)
+        found = []
+        for marker in table.markers:
+            if table.manifests_dir and os.path.dirname(marker) == table.manifests_dir:
+                found.append(os.path.join(self.manifests_dir, os.path.basename(marker)))
+            elif table.config_dir and marker == table.config_dir:
+                found.append(self.rancher_dir(distribution))
+            else:
+                found.append(self.under(marker))
+        if distribution == "rke1" and self.rke1_cluster_config:
+            found.insert(0, self.rke1_cluster_config)
+        return found
 
 
 def detect(paths: Paths, declared: str) -> str:
@@ -272,7 +278,7 @@ def read_rancher(reader: Reader, paths: Paths, distribution: str) -> None:
     effective = rancher.merge_files(documents)
     reader.component_flags(effective.get("kube-controller-manager-arg", {}), effective.get("kube-apiserver-arg", {}),
                            directory)
-    reader.control_plane = reader.control_plane or os.path.isdir(paths.under(f"/var/lib/rancher/{distribution}/server"))
+    reader.control_plane = reader.control_plane or os.path.isdir(paths.under(layout(distribution).server_marker))
     kubelet_flags = effective.get("kubelet-arg", {})
     # Kubelet precedence: --config file, then --config-dir drop-ins, then flags.
     config = _last_values(kubelet_flags)

@@ -8,6 +8,7 @@ remediation (node_outage_* values that match the profile), plus warnings, violat
 
 from __future__ import annotations
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import NAMES
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import rules
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_load
@@ -20,7 +21,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import apply_overrides, read_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version, version_facts
 
-DISTRIBUTIONS = ("kubeadm", "rke1", "rke2", "k3s")
+DISTRIBUTIONS = NAMES
 CUSTOM = "custom"
 
 

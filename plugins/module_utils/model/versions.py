@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import kubeadm_api, kubeadm_api_written
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 
 OLDEST_SUPPORTED = (1, 18)
@@ -101,36 +102,25 @@ def default_grace_seconds(version: Version) -> float:
 
 
 def kubeadm_api_version(version: Version) -> str:
-    """The kubeadm config API a cluster of this version writes by default.
+    """The kubeadm config API a cluster of this version writes by default (table in module_utils/distributions.py).
 
     v1beta2 (map extraArgs) until 1.21, v1beta3 (map) 1.22-1.30, v1beta4 (list of {name, value}) from 1.31.
-    v1beta3 is still read up to 1.35 and removed in 1.36.
     """
-    minor = version.minor_version
-    if minor >= (1, 31):
-        return "kubeadm.k8s.io/v1beta4"
-    if minor >= (1, 22):
-        return "kubeadm.k8s.io/v1beta3"
-    return "kubeadm.k8s.io/v1beta2"
+    return kubeadm_api_written(version.minor_version).api_version
 
 
 def kubeadm_accepts_api(version: Version, api_version: str) -> bool:
     """Whether kubeadm of this version reads the given ClusterConfiguration apiVersion."""
-    minor = version.minor_version
-    ranges = {
-        "kubeadm.k8s.io/v1beta2": ((1, 15), (1, 25)),
-        "kubeadm.k8s.io/v1beta3": ((1, 22), (1, 35)),
-        "kubeadm.k8s.io/v1beta4": ((1, 31), NEWEST_SUPPORTED),
-    }
-    if api_version not in ranges:
-        return False
-    first, last = ranges[api_version]
-    return first <= minor <= last
+    api = kubeadm_api(api_version)
+    return api is not None and api.first <= version.minor_version <= api.last
 
 
 def kubeadm_extra_args_style(api_version: str) -> str:
     """"list" for v1beta4 ([{name, value}]), "map" before."""
-    return "list" if api_version.endswith("v1beta4") else "map"
+    api = kubeadm_api(api_version)
+    if api is None:
+        raise ProfileError("unsupported-version", f"unknown kubeadm API {api_version!r}")
+    return api.extra_args
 
 
 def accepts_safe_tcp_keepalive_sysctls(version: Version) -> bool:

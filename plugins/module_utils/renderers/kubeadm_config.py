@@ -3,9 +3,11 @@
 """kubeadm ClusterConfiguration (ConfigMap kube-system/kubeadm-config, key ClusterConfiguration).
 
 ``kubeadm upgrade`` regenerates the static pod manifests from this document, so flags set only
-in the manifests are lost. Where the flags go depends on the API version:
+in the manifests are lost. Where the flags go depends on the API version (the table is
+``KUBEADM_APIS`` in module_utils/distributions.py):
 
-* kubeadm.k8s.io/v1beta3: ``controllerManager.extraArgs`` / ``apiServer.extraArgs`` are maps;
+* kubeadm.k8s.io/v1beta2 (kubeadm 1.15-1.25) and v1beta3 (1.22-1.35): ``controllerManager.extraArgs`` /
+  ``apiServer.extraArgs`` are maps;
 * kubeadm.k8s.io/v1beta4 (kubeadm 1.31+): they are lists of ``{name, value}``.
 """
 
@@ -14,13 +16,14 @@ from __future__ import annotations
 import copy
 from collections import namedtuple
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import KUBEADM_APIS
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 Rendered = namedtuple("Rendered", "document changes")
 
-API_VERSIONS = {"kubeadm.k8s.io/v1beta3": "map", "kubeadm.k8s.io/v1beta4": "list"}
+API_VERSIONS = {api.api_version: api.extra_args for api in KUBEADM_APIS}
 KIND = "ClusterConfiguration"
 SECTIONS = (("controllerManager", "kube-controller-manager"), ("apiServer", "kube-apiserver"))
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import copy
 from collections import namedtuple
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import DISTRIBUTIONS as DISTRIBUTION_TABLE
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import RANCHER
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 
 Rendered = namedtuple("Rendered", "document changes")
 
-DISTRIBUTIONS = ("rke2", "k3s")
+DISTRIBUTIONS = RANCHER
 ARG_KEYS = (
     "kube-apiserver-arg",
     "kube-controller-manager-arg",
@@ -32,7 +34,7 @@ ARG_KEYS = (
 def config_dir(distribution: str) -> str:
     if distribution not in DISTRIBUTIONS:
         raise FileEditError(f"unknown distribution {distribution!r} for a Rancher config file (want rke2 or k3s)")
-    return f"/etc/rancher/{distribution}"
+    return DISTRIBUTION_TABLE[distribution].config_dir
 
 
 def is_drop_in(path: str) -> bool:

@@ -93,3 +93,14 @@ def test_version_facts_summary():
     assert facts["pod_safe_keepalive_sysctls"] is True
     assert facts["kubeadm_extra_args_style"] == "map"
     assert v.version_facts(v.parse_version("1.28.0"))["pod_safe_keepalive_sysctls"] is False
+
+
+def test_every_kubeadm_api_the_model_names_is_one_the_renderer_edits():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubeadm_config
+
+    for minor in range(18, 37):
+        version = v.Version(1, minor)
+        api = v.version_facts(version)["kubeadm_api_version"]
+        assert api in kubeadm_config.API_VERSIONS, f"1.{minor}: the model names {api}, the renderer cannot edit it"
+        assert v.kubeadm_accepts_api(version, api)
+        assert kubeadm_config.API_VERSIONS[api] == v.version_facts(version)["kubeadm_extra_args_style"]

@@ -38,8 +38,8 @@ def test_kubeadm_merge_shapes_differ_by_api_version(load):
 
 
 def test_kubeadm_merge_errors_become_filter_errors(load):
-    with pytest.raises(AnsibleFilterError, match=r"unsupported apiVersion 'kubeadm\.k8s\.io/v1beta2'"):
-        cluster_config.kubeadm_cluster_config_merge("apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n", {"a": "1"})
+    with pytest.raises(AnsibleFilterError, match=r"unsupported apiVersion 'kubeadm\.k8s\.io/v1beta1'"):
+        cluster_config.kubeadm_cluster_config_merge("apiVersion: kubeadm.k8s.io/v1beta1\nkind: ClusterConfiguration\n", {"a": "1"})
     with pytest.raises(AnsibleFilterError, match="is not valid YAML"):
         cluster_config.kubeadm_cluster_config_merge("kind: [\n", {"a": "1"})
     with pytest.raises(AnsibleFilterError, match="expected the YAML text"):
@@ -67,3 +67,12 @@ def test_kubelet_settings_to_flags():
 def test_kubelet_settings_to_flags_can_skip_fields_without_a_flag():
     settings = {"nodeLeaseDurationSeconds": 20, "nodeStatusUpdateFrequency": "4s"}
     assert cluster_config.kubelet_settings_to_flags(settings, skip_unsupported=True) == {"node-status-update-frequency": "4s"}
+
+
+def test_kubeadm_merge_refuses_an_api_the_clusters_kubeadm_does_not_read():
+    v1beta2 = "apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n"
+    merged = cluster_config.kubeadm_cluster_config_merge(v1beta2, {"node-monitor-grace-period": "20s"},
+                                                         kubernetes_version="1.20.15")
+    assert "node-monitor-grace-period: 20s" in merged
+    with pytest.raises(AnsibleFilterError, match=r"kubeadm 1\.31\.0 does not read apiVersion 'kubeadm\.k8s\.io/v1beta2'"):
+        cluster_config.kubeadm_cluster_config_merge(v1beta2, {"a": "1"}, kubernetes_version="1.31.0")

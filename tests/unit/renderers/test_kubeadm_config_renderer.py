@@ -39,7 +39,7 @@ def test_v1beta4_removal_and_feature_gates(load):
 @pytest.mark.parametrize(
     "text, message",
     [
-        ("apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n", "unsupported apiVersion"),
+        ("apiVersion: kubeadm.k8s.io/v1beta1\nkind: ClusterConfiguration\n", "unsupported apiVersion"),
         ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n", "expected kind ClusterConfiguration"),
         ("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncontrollerManager:\n  extraArgs: {a: b}\n", "must be a list of"),
         ("apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\napiServer:\n  extraArgs: [{name: a, value: b}]\n", "must be a map"),
@@ -48,3 +48,13 @@ def test_v1beta4_removal_and_feature_gates(load):
 def test_bad_documents(text, message):
     with pytest.raises(FileEditError, match=message):
         kubeadm_config.render(yamldoc.load(text, "cc"), {"x": "1"}, {"y": "2"}, "cc")
+
+
+def test_v1beta2_of_a_1_20_cluster_gets_map_extra_args():
+    text = ("apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\nkubernetesVersion: v1.20.15\n"
+            "controllerManager:\n  extraArgs:\n    bind-address: 0.0.0.0\n")
+    rendered = kubeadm_config.render(yamldoc.load(text, "cc"), {"node-monitor-grace-period": "20s"},
+                                     {"default-unreachable-toleration-seconds": "60"}, "cc")
+    assert dict(rendered.document["controllerManager"]["extraArgs"]) == {
+        "bind-address": "0.0.0.0", "node-monitor-grace-period": "20s"}
+    assert dict(rendered.document["apiServer"]["extraArgs"]) == {"default-unreachable-toleration-seconds": "60"}
