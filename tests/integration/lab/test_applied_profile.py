@@ -107,3 +107,29 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
     assert time.monotonic() - not_ready_at < 60, "too slow to show the explicit value's refusal"
     assert explicit.returncode != 0, explicit.stdout
     assert "not_ready_seconds=60 (explicit)" in explicit.stdout
+
+
+@pytest.mark.changes_control_plane
+def test_a_bad_input_of_the_last_play_stops_tune_in_the_plan_and_no_node_changes(lab):
+    """kubeadm-config in an apiVersion the cluster's kubeadm does not read: refused before the first node file."""
+    saved = configmap(lab, "kube-system", "kubeadm-config")
+    manifests = {component: lab.read_manifest(component) for component in lab.HEALTH_URLS}
+    kubelet = {node: node_file(lab, node, KUBELET_CONFIG) for node in nodes(lab)}
+    broken = json.loads(json.dumps(saved))
+    text = broken["data"]["ClusterConfiguration"]
+    api = next(line for line in text.splitlines() if line.startswith("apiVersion:"))
+    broken["data"]["ClusterConfiguration"] = text.replace(api, "apiVersion: kubeadm.k8s.io/v1beta2", 1)
+    lab.kubectl("replace", "-f", "-", stdin=json.dumps(broken))
+    try:
+        result = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=fast")
+    finally:
+        current = configmap(lab, "kube-system", "kubeadm-config")
+        current["data"] = saved["data"]
+        lab.kubectl("replace", "-f", "-", stdin=json.dumps(current))
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "does not read apiVersion 'kubeadm.k8s.io/v1beta2'" in output, output
+    assert "Plan the failover profile" in output and "Control-plane flags, one node at a time" not in output, output
+    assert {component: lab.read_manifest(component) for component in lab.HEALTH_URLS} == manifests
+    assert {node: node_file(lab, node, KUBELET_CONFIG) for node in nodes(lab)} == kubelet
+    assert configmap(lab, RECORD_NAMESPACE, RECORD_NAME) is None
