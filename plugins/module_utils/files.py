@@ -192,8 +192,7 @@ def _write_atomically(module, path: str, text: str, creating: bool) -> None:
 #   report(document) -> extra return values read from the document after the change (or None);
 #   create: write a new file when it is missing (or empty); empty_ok: an existing empty file is valid input;
 #   backup_dir: default backup directory; result: fixed extra return values.
-FileEdit = namedtuple("FileEdit", "path render report create empty_ok backup_dir result")
-FileEdit.__new__.__defaults__ = (None, False, False, None, None)
+FileEdit = namedtuple("FileEdit", "path render report create empty_ok backup_dir result", defaults=(None, False, False, None, None))
 
 
 def run_file_module(options: dict, plan) -> None:

@@ -186,9 +186,8 @@ def load(text: str, source: str):
     if document is None:
         return CommentedMap()
     if not isinstance(document, dict):
-        raise FileEditError(
-            f"{source} must hold a YAML mapping at the top level, found {type(document).__name__}"
-        )
+        found = "a list" if isinstance(document, list) else "a single value"
+        raise FileEditError(f"{source} must hold a YAML mapping (key: value lines) at the top level, found {found}")
     return document
 
 
