@@ -30,13 +30,8 @@ OOS = "node.kubernetes.io/out-of-service"
 TAINT = {"key": OOS, "value": "nodeshutdown", "effect": "NoExecute"}
 RECORD = "failover.nodeguard.io/incident"
 POLICY = "nodeguard-out-of-service-taint"
-# (kind, name, namespace) in the order they are removed: the binding first, so that no Node write
-# is ever judged by a binding whose parameters are gone.
-OBJECTS = [
-    ("validatingadmissionpolicybinding", POLICY, None),
-    ("validatingadmissionpolicy", POLICY, None),
-    ("configmap", "nodeguard-admission", "kube-system"),
-]
+# (kind, name) in the order they are removed: the binding first.
+OBJECTS = [("validatingadmissionpolicybinding", POLICY), ("validatingadmissionpolicy", POLICY)]
 
 pytestmark = pytest.mark.resets_lab
 
@@ -52,16 +47,21 @@ def record(node: str, incident: str) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
-def taint_patch(node: str, with_record: str | None) -> str:
-    patch: dict = {"spec": {"taints": [TAINT]}}
+def current_taints(lab, name: str) -> list:
+    api = lab.api_client()
+    return [api.sanitize_for_serialization(t) for t in lab.core().read_node(name).spec.taints or []]
+
+
+def taint_patch(lab, node: str, with_record: str | None) -> str:
+    """A merge patch adding the taint to the node's current ones (as node_outage does), optionally with a record."""
+    patch: dict = {"spec": {"taints": [t for t in current_taints(lab, node) if t["key"] != OOS] + [TAINT]}}
     if with_record is not None:
         patch["metadata"] = {"annotations": {RECORD: with_record}}
     return json.dumps(patch)
 
 
-def exists(lab, kind: str, name: str, namespace: str | None) -> bool:
-    args = ["get", kind, name, "--ignore-not-found", "-o", "name"] + (["-n", namespace] if namespace else [])
-    return bool(lab.kubectl(*args).stdout.strip())
+def exists(lab, kind: str, name: str) -> bool:
+    return bool(lab.kubectl("get", kind, name, "--ignore-not-found", "-o", "name").stdout.strip())
 
 
 def node_state(lab, name: str) -> tuple:
@@ -72,9 +72,7 @@ def node_state(lab, name: str) -> tuple:
 
 def without_out_of_service(lab, name: str) -> str:
     """node-recover's removal: the node's taints less the out-of-service one."""
-    api = lab.api_client()
-    kept = [api.sanitize_for_serialization(t) for t in lab.core().read_node(name).spec.taints or [] if t.key != OOS]
-    return json.dumps({"spec": {"taints": kept}})
+    return json.dumps({"spec": {"taints": [t for t in current_taints(lab, name) if t["key"] != OOS]}})
 
 
 def denied_by_policy(result: subprocess.CompletedProcess, words: str) -> bool:
@@ -114,7 +112,7 @@ def policy(lab, admin):
     before = {obj: exists(lab, *obj) for obj in OBJECTS}
     ready = [n for n in lab.worker_names() if lab.node_ready(n)]
     assert ready, "the lab has no Ready worker"
-    probe = ("patch", "node", ready[0], "--dry-run=server", "--type=merge", "-p", taint_patch(ready[0], None))
+    probe = ("patch", "node", ready[0], "--dry-run=server", "--type=merge", "-p", taint_patch(lab, ready[0], None))
     lab.kubectl("apply", "-f", str(ADMISSION))
     try:
         # The API server loads a new policy within seconds; a server-side dry run shows when (it changes nothing).
@@ -124,8 +122,7 @@ def policy(lab, admin):
     finally:
         for obj in OBJECTS:
             if not before[obj]:
-                kind, name, namespace = obj
-                lab.kubectl("delete", kind, name, "--ignore-not-found", *(["-n", namespace] if namespace else []))
+                lab.kubectl("delete", *obj, "--ignore-not-found")
         if not before[OBJECTS[0]]:
             lab.wait_for(lambda: kubectl_as(admin, *probe).returncode == 0, timeout=60, what="the admission policy gone")
 
@@ -135,9 +132,9 @@ def test_cluster_admin_cannot_add_the_taint_to_a_ready_node(lab, policy, admin):
     before = node_state(lab, node)
     assert before[0] is False
 
-    with_record = kubectl_as(admin, "patch", "node", node, "--type=merge", "-p", taint_patch(node, record(node, "admin")))
+    with_record = kubectl_as(admin, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, record(node, "admin")))
     assert denied_by_policy(with_record, "may not add the out-of-service taint"), with_record.stderr
-    without_record = kubectl_as(admin, "patch", "node", node, "--type=merge", "-p", taint_patch(node, None))
+    without_record = kubectl_as(admin, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, None))
     assert denied_by_policy(without_record, "same write as a new incident record"), without_record.stderr
     by_hand = kubectl_as(admin, "taint", "nodes", node, f"{OOS}=nodeshutdown:NoExecute")
     assert denied_by_policy(by_hand, "same write as a new incident record"), by_hand.stderr
@@ -151,7 +148,7 @@ def test_cluster_admin_cannot_add_the_taint_to_a_ready_node(lab, policy, admin):
 def test_remediator_cannot_add_the_taint_to_a_ready_node(lab, policy, remediator):
     node = next(n for n in lab.worker_names() if lab.node_ready(n))
     before = node_state(lab, node)
-    result = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(node, record(node, "ready")))
+    result = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, record(node, "ready")))
     assert denied_by_policy(result, f"node {node} is Ready"), result.stderr
     assert node_state(lab, node) == before
 
@@ -165,16 +162,16 @@ def test_remediator_taints_a_node_that_is_not_ready_and_the_taint_can_be_removed
         # The other kubelets kept writing their status through that wait (nodes/status is not matched).
         assert all(lab.node_ready(n) for n in lab.worker_names() if n != node)
 
-        no_record = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(node, None))
+        no_record = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, None))
         assert denied_by_policy(no_record, "same write as a new incident record"), no_record.stderr
-        foreign = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(node, record(other, "x")))
+        foreign = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, record(other, "x")))
         assert denied_by_policy(foreign, f"does not name node {node}"), foreign.stderr
-        by_admin = kubectl_as(admin, "patch", "node", node, "--type=merge", "-p", taint_patch(node, record(node, "admin")))
+        by_admin = kubectl_as(admin, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, record(node, "admin")))
         assert denied_by_policy(by_admin, "may not add the out-of-service taint"), by_admin.stderr
         assert node_state(lab, node)[0] is False
 
         first = record(node, "first")
-        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(node, first))
+        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, first))
         assert allowed.returncode == 0, allowed.stderr
         assert node_state(lab, node) == (True, first)
 
@@ -184,10 +181,10 @@ def test_remediator_taints_a_node_that_is_not_ready_and_the_taint_can_be_removed
         assert node_state(lab, node)[0] is False
 
         # The same record again is not a new incident: refused; a new one is allowed; node-recover's removal too.
-        again = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(node, first))
+        again = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, first))
         assert denied_by_policy(again, "same write as a new incident record"), again.stderr
         second = record(node, "second")
-        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(node, second))
+        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, second))
         assert allowed.returncode == 0, allowed.stderr
         untaint = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", without_out_of_service(lab, node))
         assert untaint.returncode == 0, untaint.stderr

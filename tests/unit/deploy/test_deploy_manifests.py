@@ -127,37 +127,37 @@ def test_policy_has_one_validation_per_guarantee_each_naming_what_is_missing():
     assert all(v["reason"] == "Forbidden" for v in validations)
 
 
-def test_parameters_default_to_the_remediation_service_account_and_no_power_event_path():
-    data = objects(ADMISSION)[("ConfigMap", "nodeguard-admission")]["data"]
-    assert data["allowedUsers"].split() == [service_account_user()]
-    assert data["allowedGroups"].split() == []
-    assert data["powerEventPath"] == "false"
+def variables() -> dict:
+    return {v["name"]: v["expression"] for v in policy()["spec"]["variables"]}
 
 
-def test_binding_uses_the_parameters_and_fails_closed_without_them():
-    admission = objects(ADMISSION)
-    binding = admission[("ValidatingAdmissionPolicyBinding", "nodeguard-out-of-service-taint")]["spec"]
-    params = admission[("ConfigMap", "nodeguard-admission")]["metadata"]
-    assert binding["policyName"] == policy()["metadata"]["name"]
-    assert binding["paramRef"] == {"name": params["name"], "namespace": params["namespace"], "parameterNotFoundAction": "Deny"}
-    assert policy()["spec"]["paramKind"] == {"apiVersion": "v1", "kind": "ConfigMap"}
-    assert "Deny" in binding["validationActions"]
+def test_parameters_come_first_and_default_to_the_remediation_service_account_and_no_power_event_path():
+    """docs/rbac.md changes them with JSON patches on /spec/variables/0..2."""
+    names = [v["name"] for v in policy()["spec"]["variables"]]
+    assert names[:3] == ["allowedUsers", "allowedGroups", "powerEventPath"]
+    assert yaml.safe_load(variables()["allowedUsers"].replace("'", '"')) == [service_account_user()]
+    assert variables()["allowedGroups"] == "[]"
+    assert variables()["powerEventPath"] == "false"
+
+
+def test_no_param_kind_and_a_binding_that_denies():
+    """A built-in paramKind breaks for good once its last binding goes (kubernetes/kubernetes#133827)."""
+    assert "paramKind" not in policy()["spec"]
+    binding = objects(ADMISSION)[("ValidatingAdmissionPolicyBinding", "nodeguard-out-of-service-taint")]["spec"]
+    assert binding == {"policyName": policy()["metadata"]["name"], "validationActions": ["Deny"]}
 
 
 def test_the_remediation_service_account_cannot_change_its_own_guard():
-    """The parameters live where deploy/rbac/ grants no write: the job cannot allow itself to taint a Ready node."""
-    namespace = objects(ADMISSION)[("ConfigMap", "nodeguard-admission")]["metadata"]["namespace"]
-    assert namespace != service_account()["metadata"]["namespace"]
-    guarded = {"configmaps", "validatingadmissionpolicies", "validatingadmissionpolicybindings", "*"}
+    """deploy/rbac/ grants no write to admission policies: the job cannot allow itself to taint a Ready node."""
+    guarded = {"validatingadmissionpolicies", "validatingadmissionpolicybindings", "*"}
     writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
     for directory in (RBAC, OPT_IN):
         for (kind, _), obj in objects(directory).items():
-            if kind == "ClusterRole" or (kind == "Role" and obj["metadata"]["namespace"] == namespace):
+            if kind in ("ClusterRole", "Role"):
                 for rule in obj["rules"]:
                     assert not (guarded & set(rule["resources"]) and writes & set(rule["verbs"])), (obj["metadata"]["name"], rule)
 
 
-def test_apply_order_puts_the_parameters_before_the_binding():
-    """kubectl apply -f deploy/admission/ goes by file name: a binding without its ConfigMap refuses node writes."""
+def test_apply_order_puts_the_policy_before_its_binding():
     kinds = [yaml.safe_load(p.read_text())["kind"] for p in sorted(ADMISSION.glob("*.yaml"))]
-    assert kinds == ["ConfigMap", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    assert kinds == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
