@@ -10,7 +10,7 @@ import os
 from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
-from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, risks
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
 
@@ -78,6 +78,17 @@ def failover_profile_drift(configmap, nodes, kubernetes_version):
         raise AnsibleFilterError(str(error)) from error
 
 
+def failover_audit_risks(timeline, unaudited_hosts=None, nodes=None, node_hosts=None, endpoints=None,
+                         kubelet_servers=None, pods=None, max_examples=20):
+    if not isinstance(timeline, dict):
+        raise AnsibleFilterError(f"failover_audit_risks: expected the failover_timeline of the cluster, got {timeline!r}")
+    try:
+        return risks.audit_risks(timeline, unaudited_hosts or [], nodes or [], node_hosts or [], endpoints or [],
+                                 kubelet_servers or [], pods or [], int(max_examples))
+    except (KeyError, TypeError, ValueError) as error:
+        raise AnsibleFilterError(f"failover_audit_risks: unreadable input ({error!r})") from error
+
+
 class FilterModule:
     """nodeguard.failover failover model filters."""
 
@@ -89,4 +100,5 @@ class FilterModule:
             "failover_applied_profile": failover_applied_profile,
             "failover_profile_drift": failover_profile_drift,
             "failover_distribution": failover_distribution,
+            "failover_audit_risks": failover_audit_risks,
         }

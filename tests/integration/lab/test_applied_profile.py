@@ -91,6 +91,10 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
     assert record["remediation"] == {"not_ready_seconds": 20, "lease_margin_seconds": 10}
     assert record["kubernetes_version"] == "1.35.4" and record["applied_at"]
 
+    audit = ansible_playbook(lab, "audit-failover.yml")
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "applied profile 'fast'" in audit.stdout and "every node runs it" in audit.stdout, audit.stdout
+
     lab.power_off(victim)
     lab.wait_for(lambda: not lab.node_ready(victim), timeout=60, what=f"{victim} NotReady")
     not_ready_at = time.monotonic()

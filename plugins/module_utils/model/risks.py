@@ -1,0 +1,149 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The audit's known risks: what audit-failover reports beyond the settings themselves.
+
+Each rule reads plain data (the current timeline, Node, Endpoints and Pod objects as the API returns
+them, the kubelets' API server URLs) and returns ``{"risk", "severity", "message", ...}`` entries.
+docs/audit-failover.md explains every risk and what to do about it.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlsplit
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER
+
+NOT_READY = "node.kubernetes.io/not-ready"
+UNREACHABLE = "node.kubernetes.io/unreachable"
+TOLERATION_FLAGS = {NOT_READY: "default-not-ready-toleration-seconds", UNREACHABLE: "default-unreachable-toleration-seconds"}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+
+def _minor(text):
+    """(major, minor, patch) of a kubelet version such as v1.14.3-eks-1; None when unreadable."""
+    match = _VERSION.match(str(text or "").strip())
+    return tuple(int(part or 0) for part in match.groups()) if match else None
+
+
+def unaudited(hosts) -> list:
+    hosts = sorted(hosts or [])
+    if not hosts:
+        return []
+    return [{"risk": "nodes-not-audited", "severity": "high", "nodes": hosts,
+             "message": "these hosts could not be read (unreachable or failed): their settings are unknown"}]
+
+
+def kubelet_versions(nodes, fallback_hosts=(), cluster_version="") -> dict:
+    """Node name -> kubelet version from Node objects, else every host on the cluster version."""
+    found = {n["metadata"]["name"]: n.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")
+             for n in nodes or [] if isinstance(n, dict) and "metadata" in n}
+    return found or {host: cluster_version for host in fallback_hosts}
+
+
+def kubelet_risks(versions: dict) -> list:
+    """Kubelets that keep a dead API connection open after a load balancer or API server failure."""
+    found = []
+    for node, raw in sorted(versions.items()):
+        version = _minor(raw)
+        if version is None:
+            continue
+        if version < (1, 11):
+            message = (f"kubelet {raw} predates PR #63492: it keeps a dead connection to a failed load balancer "
+                       "and the node goes NotReady until the kernel gives up (tcp_retries2)")
+            found.append({"risk": "kubelet-dead-connection", "severity": "high", "node": node, "message": message})
+        elif (1, 14) <= version < (1, 15):
+            message = (f"kubelet {raw}: 1.14 lost the close-connections-on-heartbeat-failure fix when client certificate "
+                       "rotation is off (PR #71174); fixed by PR #78016 (1.14 cherry-pick #78281): check the patch release")
+            found.append({"risk": "kubelet-dead-connection", "severity": "high", "node": node, "message": message})
+        elif version < (1, 19):
+            message = (f"kubelet {raw} has no client-go HTTP/2 health check (PR #95981, 1.20, backport 1.19): "
+                       "a silently dead API connection is noticed only by the kernel")
+            found.append({"risk": "kubelet-no-http2-health-check", "severity": "medium", "node": node, "message": message})
+    return found
+
+
+def endpoint_ips(endpoints) -> list:
+    """API server addresses from the kubernetes Service's Endpoints objects."""
+    ips = []
+    for endpoint in endpoints or []:
+        for subset in endpoint.get("subsets") or []:
+            for address in subset.get("addresses") or []:
+                if address.get("ip") and address["ip"] not in ips:
+                    ips.append(address["ip"])
+    return ips
+
+
+def endpoint_risks(ips: list, kubelet_servers) -> list:
+    """One API server, or every kubelet pointed at one address that is not a load balancer."""
+    found = []
+    if len(ips) == 1:
+        found.append({"risk": "single-apiserver", "severity": "high",
+                      "message": f"the kubernetes Service has one endpoint ({ips[0]}): one API server, no failover for the control plane"})
+    servers = sorted({urlsplit(url).hostname for url in kubelet_servers or [] if url and urlsplit(url).hostname})
+    if len(servers) == 1 and servers[0] not in LOOPBACK:
+        server = servers[0]
+        if server in ips and len(ips) > 1:
+            found.append({"risk": "kubelets-on-one-apiserver", "severity": "high",
+                          "message": f"every kubelet talks to {server}, one of the API servers, not a VIP or load balancer: "
+                                     "if that node dies every node goes NotReady"})
+        else:
+            found.append({"risk": "single-apiserver-address", "severity": "medium",
+                          "message": f"every kubelet talks to one address, {server}: make sure it is a highly available VIP or "
+                                     "load balancer; its failover leaves dead connections that only the HTTP/2 health check "
+                                     "or tcp_retries2 ends"})
+    return found
+
+
+def _cluster_default_seconds(timeline: dict) -> dict:
+    """The default tolerations the API server adds, from the audited timeline's settings (explicit values)."""
+    apiserver = (timeline.get("settings") or {}).get(APISERVER) or {}
+    return {key: int(apiserver[flag]) for key, flag in TOLERATION_FLAGS.items()}
+
+
+def toleration_risks(pods, timeline: dict, max_examples: int = 20) -> list:
+    """Pods that tolerate not-ready/unreachable for other than the cluster's default seconds, or without limit.
+
+    DaemonSet pods tolerate without limit by design and mirror pods are never evicted: neither is a finding.
+    """
+    defaults = _cluster_default_seconds(timeline)
+    overridden = []
+    for pod in pods or []:
+        metadata = pod.get("metadata") or {}
+        owners = [owner.get("kind") for owner in metadata.get("ownerReferences") or []]
+        if "DaemonSet" in owners or "kubernetes.io/config.mirror" in (metadata.get("annotations") or {}):
+            continue
+        for toleration in (pod.get("spec") or {}).get("tolerations") or []:
+            key = toleration.get("key", "")
+            if key not in defaults or toleration.get("effect", "NoExecute") != "NoExecute":
+                continue
+            seconds = toleration.get("tolerationSeconds")
+            if seconds is None or int(seconds) != defaults[key]:
+                overridden.append({"pod": f"{metadata.get('namespace')}/{metadata.get('name')}", "key": key,
+                                   "seconds": "unbounded" if seconds is None else int(seconds), "default": defaults[key]})
+    if not overridden:
+        return []
+    pods_count = len({entry["pod"] for entry in overridden})
+    return [{"risk": "tolerations-overridden", "severity": "medium", "examples": overridden[:max_examples],
+             "message": f"{pods_count} pods tolerate not-ready/unreachable for other than the default seconds or without "
+                        "limit; they leave a dead node later (or never). Pods created before a change of the defaults keep "
+                        "the old value until they are recreated."}]
+
+
+def rule_risks(timeline: dict) -> list:
+    """The model's broken rules and warnings for the settings the cluster runs."""
+    found = [{"risk": "inconsistent-settings", "rule": v["rule"], "severity": "high", "message": v["message"]}
+             for v in timeline.get("violations") or []]
+    found += [{"risk": "model-warning", "rule": w["rule"], "severity": "medium", "message": w["message"]}
+              for w in timeline.get("warnings") or []]
+    return found
+
+
+def audit_risks(timeline: dict, unaudited_hosts=(), nodes=(), node_hosts=(), endpoints=(), kubelet_servers=(),
+                pods=(), max_examples: int = 20) -> list:
+    """Every known risk, in report order: unaudited hosts, kubelets, API server endpoints, tolerations, rules."""
+    versions = kubelet_versions(nodes, node_hosts, timeline.get("kubernetes_version", ""))
+    return (unaudited(unaudited_hosts) + kubelet_risks(versions)
+            + endpoint_risks(endpoint_ips(endpoints), kubelet_servers)
+            + toleration_risks(pods, timeline, max_examples) + rule_risks(timeline))
