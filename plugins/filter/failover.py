@@ -9,20 +9,26 @@ import os
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, risks
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet
 
 
 def failover_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, overrides=None,
                      network_rtt_ms=None, heartbeat_budget=None, assumptions=None):
     try:
-        return build_profile(facts, preset=preset, detect_seconds=detect_seconds, evict_seconds=evict_seconds,
-                             overrides=overrides, network_rtt_ms=network_rtt_ms,
-                             heartbeat_budget=heartbeat_budget, assumptions=assumptions)
-    except ProfileError as error:
+        profile = build_profile(facts, preset=preset, detect_seconds=detect_seconds, evict_seconds=evict_seconds,
+                                overrides=overrides, network_rtt_ms=network_rtt_ms,
+                                heartbeat_budget=heartbeat_budget, assumptions=assumptions)
+        if "rke1_kubelet_settings" in profile:
+            # RKE1 sets the kubelet with flags only: a field without a flag is refused here, in the plan.
+            profile["flags"]["kubelet_rke1"] = kubelet.settings_to_flags(
+                profile["rke1_kubelet_settings"], "RKE1 kubelet (services.kubelet.extra_args)")
+    except (ProfileError, FileEditError) as error:
         raise AnsibleFilterError(str(error)) from error
+    return profile
 
 
 def failover_timeline(current_settings, facts, network_rtt_ms=None, heartbeat_budget=None, assumptions=None):

@@ -2,8 +2,9 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The two entry points: build a profile from a preset or targets, and predict the timeline of a cluster.
 
-Output shape (docs/architecture.md): preset, kubernetes_version, settings, timeline, load,
-remediation (node_outage_* values that match the profile), plus warnings, violations, kubelet_environment and version_facts.
+Output shape (docs/architecture.md): preset, kubernetes_version, settings, flags (complete flag maps per
+component, gates included), rke1_kubelet_settings (RKE1 only), timeline, load, remediation (node_outage_*
+values that match the profile), plus warnings, violations, kubelet_environment and version_facts.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.numbers import blank, numeric
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET, STOCK, preset_timings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import remediation_settings
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.render import render_settings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.render import (
+    component_flags,
+    render_settings,
+    rke1_kubelet_settings,
+)
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import predict_timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import apply_overrides, read_settings
@@ -124,7 +129,10 @@ def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, o
         rule, message = broken[0]
         others = ", ".join(sorted({pair[0] for pair in broken[1:]} - {rule}))
         raise ProfileError(rule, message + (f" (also broken: {others})" if others else ""))
-    profile = {"preset": name, "settings": render_settings(timings, version, stock=stock)}
+    settings = render_settings(timings, version, stock=stock)
+    profile = {"preset": name, "settings": settings, "flags": component_flags(settings)}
+    if distribution == "rke1":
+        profile["rke1_kubelet_settings"] = rke1_kubelet_settings(settings, version)
     profile.update(_describe(timings, version, node_count, limits, distribution))
     profile["violations"] = _as_list(broken)
     profile["overrides"] = sorted(overrides) if isinstance(overrides, dict) else []

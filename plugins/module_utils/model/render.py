@@ -69,3 +69,30 @@ def render_settings(timings: Timings, version: Version, stock: bool = False, exp
     elif gate == "removed":
         settings[CONTROLLER_MANAGER_GATES]["NodeOutOfServiceVolumeDetach"] = None
     return settings
+
+
+def component_flags(settings: dict) -> dict:
+    """Complete flag maps per component, the form every file editor takes.
+
+    The controller manager's feature gates ride in its map as ``feature-gates: {Gate: true|null}`` (merged gate
+    by gate into what the file has), so roles pass one map and never merge gates themselves.
+    """
+    controller_manager = dict(settings[CONTROLLER_MANAGER])
+    if settings.get(CONTROLLER_MANAGER_GATES):
+        controller_manager["feature-gates"] = dict(settings[CONTROLLER_MANAGER_GATES])
+    return {CONTROLLER_MANAGER: controller_manager, APISERVER: dict(settings[APISERVER])}
+
+
+def rke1_kubelet_settings(settings: dict, version: Version) -> dict:
+    """The kubelet fields RKE1 must carry as flags: only those that differ from the version's default.
+
+    RKE1 sets the kubelet with flags only. An explicit update frequency alone would make every update a
+    full status report (the kubelet copies it into an unset report frequency), so the report frequency
+    goes with it; a field without a kubelet flag (nodeLeaseDurationSeconds) is refused by the flag renderer.
+    """
+    stock = render_settings(kubernetes_defaults(version), version)[KUBELET]
+    wanted = settings[KUBELET]
+    changed = {field: value for field, value in wanted.items() if stock.get(field) != value}
+    if "nodeStatusUpdateFrequency" in changed:
+        changed["nodeStatusReportFrequency"] = wanted["nodeStatusReportFrequency"]
+    return changed

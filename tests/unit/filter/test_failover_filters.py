@@ -104,3 +104,16 @@ def test_drift_filter_without_a_record(render):
     report = render("none | nodeguard.failover.failover_profile_drift({'cp1': {'role': 'control_plane', "
                     "'settings': {'kubelet': {}}}}, '1.35.4')")
     assert report["recorded"] is False and report["drift"] == []
+
+
+def test_profile_filter_gives_rke1_its_kubelet_flags_or_refuses_in_the_plan(render):
+    rke1 = "{'kubernetes_version': '1.28.15', 'node_count': 3, 'distribution': 'rke1'}"
+    profile = render(rke1 + " | nodeguard.failover.failover_profile(preset='kubernetes-default', "
+                     "overrides={'node_monitor_grace_period': '60s'})")
+    assert profile["flags"]["kubelet_rke1"] == {}
+    with pytest.raises(AnsibleError, match="no command-line flag for nodeLeaseDurationSeconds"):
+        render(rke1 + " | nodeguard.failover.failover_profile(preset='fast')")
+    # An update frequency alone would make every update a full status report: its report frequency goes along, refused.
+    with pytest.raises(AnsibleError, match="no command-line flag for nodeStatusReportFrequency"):
+        render(rke1 + " | nodeguard.failover.failover_profile(preset='kubernetes-default', "
+               "overrides={'node_status_update_frequency': '5s', 'node_monitor_grace_period': '60s'})")

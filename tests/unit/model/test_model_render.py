@@ -91,3 +91,25 @@ def test_fast_on_1_35_exactly():
     assert profile["settings"] == FAST_1_35
     assert profile["preset"] == "fast"
     assert profile["kubernetes_version"] == "1.35.4"
+
+
+def test_flag_maps_are_complete_per_component():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile
+
+    profile = build_profile({"kubernetes_version": "1.25.9", "node_count": 3}, "fast")
+    kcm = profile["flags"]["kube_controller_manager"]
+    assert kcm["feature-gates"] == {"TaintBasedEvictions": None, "NodeOutOfServiceVolumeDetach": True}
+    assert kcm["node-monitor-grace-period"] == "4s"
+    assert profile["flags"]["kube_apiserver"] == profile["settings"]["kube_apiserver"]
+    assert "rke1_kubelet_settings" not in profile
+
+
+def test_rke1_kubelet_carries_only_changed_fields_and_the_report_frequency_with_the_update():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile
+
+    facts = {"kubernetes_version": "1.28.15", "node_count": 3, "distribution": "rke1"}
+    stock = build_profile(facts, "kubernetes-default", overrides={"node_monitor_grace_period": "60s"})
+    assert stock["rke1_kubelet_settings"] == {}
+    faster = build_profile(facts, "kubernetes-default", overrides={"node_status_update_frequency": "5s",
+                                                                    "node_monitor_grace_period": "60s"})
+    assert faster["rke1_kubelet_settings"] == {"nodeStatusUpdateFrequency": "5s", "nodeStatusReportFrequency": "5m0s"}

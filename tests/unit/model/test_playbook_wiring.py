@@ -31,11 +31,26 @@ def test_the_record_is_written_where_node_outage_reads_it():
         applied.NAMESPACE, applied.NAME)
 
 
-def test_tune_passes_the_feature_gates_to_kubeadm_persist():
+def test_tune_passes_the_complete_flag_maps_gates_included_to_every_writer():
     plays = load("playbooks", "tune_failover.yml")
     persist = next(play for play in plays if "kubeadm" in play["name"] and "ConfigMaps" in play["name"])
-    wired = persist["tasks"][0]["vars"]
-    assert "settings.kube_controller_manager_feature_gates" in wired["kubeadm_persist_controller_manager_feature_gates"]
+    assert "flags.kube_controller_manager" in persist["tasks"][0]["vars"]["kubeadm_persist_controller_manager"]
+    for play in plays[1:3]:  # control plane (kubeadm, RKE2, k3s) and RKE1
+        wired = play["tasks"][0]["vars"]
+        assert "flags.kube_controller_manager" in wired["control_plane_flags_controller_manager"]
+        assert "flags.kube_apiserver" in wired["control_plane_flags_apiserver"]
+    assert "flags.kubelet_rke1" in plays[2]["tasks"][0]["vars"]["control_plane_flags_rke1_kubelet"]
+
+
+def test_the_persisted_controller_manager_map_carries_the_gate_on_1_25():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile
+    from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubeadm_config, yamldoc
+
+    profile = build_profile({"kubernetes_version": "1.25.9", "node_count": 3}, "fast")
+    text = "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\n"
+    rendered = kubeadm_config.render(yamldoc.load(text, "cc"), profile["flags"]["kube_controller_manager"],
+                                     profile["flags"]["kube_apiserver"], "cc")
+    assert rendered.document["controllerManager"]["extraArgs"]["feature-gates"] == "NodeOutOfServiceVolumeDetach=true"
 
 
 def test_no_playbook_or_role_picks_a_preset_of_its_own():
