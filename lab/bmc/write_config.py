@@ -17,17 +17,16 @@ import os
 import secrets
 import shlex
 import sys
-import uuid
 from pathlib import Path
 
 import bcrypt
+from system_uuid import ipmi_guid_hex, system_uuid
 
 HERE = Path(__file__).resolve().parent
 USERNAME = "nodeguard-lab"  # IPMI allows at most 16 characters
 # sushy-tools checks the bcrypt hash on every request; a low cost keeps the fence
 # agents' status polling cheap. The file is a lab secret with mode 0600.
 BCRYPT_ROUNDS = 6
-UUID_NAMESPACE = uuid.UUID("4f0c2d9e-6a53-4b8e-9d61-2b7d1f0e8a11")
 
 
 def write_private(path: Path, text: str) -> None:
@@ -60,11 +59,6 @@ def write_htpasswd(state: Path, creds: dict[str, str]) -> Path:
     digest = bcrypt.hashpw(creds["password"].encode(), bcrypt.gensalt(rounds=BCRYPT_ROUNDS))
     write_private(path, f"{creds['username']}:{digest.decode()}\n")
     return path
-
-
-def system_uuid(node: str) -> uuid.UUID:
-    # Stable across restarts, so clients that cached a UUID keep working.
-    return uuid.uuid5(UUID_NAMESPACE, node)
 
 
 def sushy_config(state: Path, listen_ip: str, port: int, nodes: list[str], auth_file: Path) -> str:
@@ -105,7 +99,7 @@ def ipmi_lan_conf(node: str, listen_ip: str, port: int, creds: dict[str, str]) -
         f"    allowed_auths_user {auths}",
         f"    allowed_auths_operator {auths}",
         f"    allowed_auths_admin {auths}",
-        f"    guid {system_uuid(node).hex}",
+        f"    guid {ipmi_guid_hex(node)}",  # the node's systemUUID, in SMBIOS byte order
         "  endlan",
         f'  chassis_control "{control}"',
         f'  user 2 true "{creds["username"]}" "{creds["password"]}" admin 10 md5',

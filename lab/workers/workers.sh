@@ -89,6 +89,9 @@ create_worker() {
   extra=$(mktemp)
   echo "KUBELET_EXTRA_ARGS=--pod-cidr=10.244.$i.0/24" >"$extra"
   podman cp "$extra" "$node:/etc/default/kubelet"
+  # The machine's SMBIOS UUID (a kubelet reads /sys/class/dmi/id/product_uuid): the one its lab BMC reports.
+  python3 "$lab/bmc/system_uuid.py" "$node" >"$extra"
+  podman cp "$extra" "$node:/etc/nodeguard/product_uuid"
   rm -f "$extra"
   say "created $node ($(worker_ip "$i"))"
 }

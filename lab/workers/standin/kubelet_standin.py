@@ -52,6 +52,20 @@ def boot_id() -> str:
         return handle.read().strip()
 
 
+# What a kubelet reads from /sys/class/dmi/id/product_uuid: written by workers.sh when the container
+# (machine) is created, the same UUID the node's lab BMC reports (lab/bmc/system_uuid.py).
+PRODUCT_UUID_FILE = "/etc/nodeguard/product_uuid"
+
+
+def system_uuid() -> str:
+    try:
+        with open(PRODUCT_UUID_FILE, encoding="utf-8") as handle:
+            return handle.read().strip()
+    except FileNotFoundError:
+        log.warning("%s missing: systemUUID stays empty (recreate the worker with workers.sh)", PRODUCT_UUID_FILE)
+        return ""
+
+
 def node_status(node_ip: str, hostname: str, settings: kubelet_config.KubeletSettings, kubelet_version: str) -> dict:
     resources = {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "50Gi", "pods": str(settings.max_pods)}
     return {
@@ -69,7 +83,7 @@ def node_status(node_ip: str, hostname: str, settings: kubelet_config.KubeletSet
             "containerRuntimeVersion": KWOK_VERSION_TAG,
             "bootID": boot_id(),
             "machineID": "",
-            "systemUUID": "",
+            "systemUUID": system_uuid(),
         },
     }
 

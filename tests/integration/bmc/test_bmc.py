@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 import requests
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import verify_identity
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish import RedfishReader
 from bmclib import REPO, Bmc, container_status, free_port, podman, start_bmc
 
 FENCE_REDFISH = "/usr/sbin/fence_redfish"
@@ -367,3 +370,65 @@ def test_community_general_sees_a_wrong_expectation(bmc, node, tmp_path):
     result = run_redfish_playbook(bmc, node, tmp_path, "Off", False, "Off")
     assert result.returncode != 0
     assert "reads On, expected Off" in result.stdout
+
+
+# --- identity before trust and transport, with nodeguard's own Redfish reader -----------------
+
+def lab_system_uuid(node: str) -> str:
+    """The UUID a lab worker reports as systemUUID (workers.sh writes it from lab/bmc/system_uuid.py)."""
+    result = subprocess.run(["python3", str(REPO / "lab" / "bmc" / "system_uuid.py"), node],
+                            capture_output=True, text=True, check=True, timeout=30)
+    return result.stdout.strip()
+
+
+def k8s_node(name: str, system_uuid: str) -> dict:
+    return {"metadata": {"name": name}, "status": {"nodeInfo": {"systemUUID": system_uuid}}}
+
+
+def redfish_reader(bmc, node: str, **changes):
+    return RedfishReader(dict(bmc.endpoints[node]["bmc"], timeout=HTTP_TIMEOUT, **changes))
+
+
+def test_redfish_identity_matches_the_nodes_system_uuid(bmc):
+    node = bmc.nodes[0]
+    verdict = verify_identity(redfish_reader(bmc, node), k8s_node(node, lab_system_uuid(node)))
+    assert verdict.verified, verdict.detail
+    assert lab_system_uuid(node) in verdict.detail
+
+
+def test_redfish_identity_of_another_nodes_bmc_is_refused(bmc):
+    """A node mapped to another node's system: the BMC answers, but for another machine."""
+    node, other = bmc.nodes
+    reader = redfish_reader(bmc, other, identity_unverifiable_reason="not a way around a mismatch")
+    verdict = verify_identity(reader, k8s_node(node, lab_system_uuid(node)))
+    assert not verdict.ok and "another machine" in verdict.detail
+
+
+def test_redfish_identity_without_system_id_on_a_bmc_with_several_systems_is_refused(bmc):
+    node = bmc.nodes[0]
+    verdict = verify_identity(redfish_reader(bmc, node, system_id=None), k8s_node(node, lab_system_uuid(node)))
+    assert not verdict.ok and "has 2 systems; set system_id" in verdict.detail
+
+
+def test_redfish_transport_refuses_plain_http_and_userinfo(bmc):
+    node = bmc.nodes[0]
+    with pytest.raises(PowerError, match="allow_insecure_http"):
+        redfish_reader(bmc, node, address=bmc.base_url.replace("https://", "http://"))
+    user, password = bmc.auth
+    with pytest.raises(PowerError, match="user information") as caught:
+        redfish_reader(bmc, node, address=bmc.base_url.replace("https://", f"https://{user}:{password}@"))
+    assert password not in str(caught.value)
+
+
+def test_redfish_transport_errors_never_show_the_password(bmc, node):
+    _user, password = bmc.auth
+    messages = []
+    for changes in ({"password": password + "x"}, {"system_id": "no-such-node"}, {"address": f"https://127.0.0.1:{free_port()}"},
+                    {"ca_cert": None}):
+        with pytest.raises(PowerError) as caught:
+            redfish_reader(bmc, node, **changes).status()
+        messages.append(str(caught.value))
+    reading = redfish_reader(bmc, node).status()
+    messages.append(repr(reading))
+    assert reading.state == "on"
+    assert not [m for m in messages if password in m], messages

@@ -12,7 +12,11 @@ from pathlib import Path
 
 import pytest
 import requests
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import verify_identity
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.ipmi import IpmiReader
 from bmclib import IPMITOOL_PATIENCE, container_status, free_udp_ports, podman
+from test_bmc import k8s_node, lab_system_uuid
 
 FENCE_IPMILAN = "/usr/sbin/fence_ipmilan"
 
@@ -172,3 +176,23 @@ def test_fence_ipmilan_reports_an_unreachable_bmc(bmc, node, record_property):
     record_property("seconds_until_fence_ipmilan_gives_up", round(time.monotonic() - start, 1))
     assert result.returncode != 0
     assert "Connection timed out" in result.stderr
+
+
+# --- identity before trust: the system GUID, read by nodeguard's own IPMI reader ----------------
+
+def test_ipmi_identity_is_the_nodes_system_uuid(bmc):
+    """ipmi_sim reports the node's systemUUID as its system GUID (SMBIOS byte order, lab/bmc/system_uuid.py):
+    it matches that node and no other."""
+    node, other = bmc.nodes
+    reader = IpmiReader(dict(bmc.endpoints[node]["bmc_ipmi"], timeout=30))
+    verdict = verify_identity(reader, k8s_node(node, lab_system_uuid(node)))
+    assert verdict.verified, verdict.detail
+    wrong = verify_identity(reader, k8s_node(other, lab_system_uuid(other)))
+    assert not wrong.ok and "another machine" in wrong.detail
+
+
+def test_ipmi_identity_reader_refuses_cipher_0_and_lan(bmc):
+    config = bmc.endpoints[bmc.nodes[0]]["bmc_ipmi"]
+    for changes in ({"cipher": 0}, {"interface": "lan"}):
+        with pytest.raises(PowerError, match="refused"):
+            IpmiReader(dict(config, **changes))
