@@ -57,7 +57,7 @@ CONF
 }
 
 make_namespaces() {
-  ip netns list | grep -qw "$netns" || ip netns add "$netns"
+  ip netns list 2>/dev/null | grep -qw "$netns" || ip netns add "$netns"
   ip netns exec "$netns" ip link set lo up
   mkdir -p "$run/ns"
   if ! mountpoint -q "$run/ns"; then
@@ -118,7 +118,7 @@ case "${1:-}" in
     fi
     if mountpoint -q "$mntns"; then umount "$mntns"; fi
     if mountpoint -q "$run/ns"; then umount "$run/ns"; fi
-    if ip netns list | grep -qw "$netns"; then ip netns delete "$netns"; fi
+    if ip netns list 2>/dev/null | grep -qw "$netns"; then ip netns delete "$netns"; fi
     podman rm -a -f >/dev/null 2>&1 || true
     podman rmi -a -f >/dev/null 2>&1 || true
     rm -rf "$copy" "$run" "/var/lib/$name" "$conf"

@@ -25,7 +25,7 @@ users_lab() {
 
 # What a private lab leaves behind when it is not removed cleanly.
 private_leftovers() {
-  if ip netns list | grep -qw "$NODEGUARD_BENCH_NAME"; then echo "network namespace $NODEGUARD_BENCH_NAME"; fi
+  if ip netns list 2>/dev/null | grep -qw "$NODEGUARD_BENCH_NAME"; then echo "network namespace $NODEGUARD_BENCH_NAME"; fi
   local path
   for path in "/var/tmp/nodeguard-bench-lab-$NODEGUARD_BENCH_NAME" "/run/$NODEGUARD_BENCH_NAME" \
               "/var/lib/$NODEGUARD_BENCH_NAME" "/etc/$NODEGUARD_BENCH_NAME"; do
