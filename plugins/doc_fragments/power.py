@@ -110,7 +110,7 @@ options:
           - Extra C(key=value) options for the fence agent (its stdin names), or the C(options) object passed to a V(command) hook.
           - Set C(plug) here for fence agents that control several machines (PDUs, fence_redfish without O(power.system_id));
             it is the node's identity.
-          - Cannot set C(action) (or its old name C(option)); keys and values must be single lines. Not logged.
+          - Cannot set C(action) (or its old name C(option)), C(cipher=0) or C(lanplus=0); keys and values must be single lines. Not logged.
         type: dict
         default: {}
       command:

@@ -50,6 +50,10 @@ class FenceAgentReader:
                 raise PowerError(f"agent_options cannot set {key!r}: the action is chosen by nodeguard (status, off, on), never by the mapping")
             if any(c in f"{key}{value}" for c in "\r\n\0") or "=" in str(key):
                 raise PowerError(f"agent_options {key!r}: keys and values must be single lines (and keys without '=')")
+            if str(key).strip().lower() == "cipher" and str(value).strip() == "0":
+                raise PowerError("agent_options cipher 0 refused: IPMI cipher suite 0 needs no password at all")
+            if str(key).strip().lower() == "lanplus" and str(value).strip().lower() in ("0", "false", "no", "off"):
+                raise PowerError("agent_options lanplus off refused: IPMI v1.5 sessions can be forged and read")
         for key in ("username", "password", "system_id"):
             if any(c in str(config.get(key) or "") for c in "\r\n\0"):
                 raise PowerError(f"power.{key} must be a single line")

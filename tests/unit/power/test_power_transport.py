@@ -161,6 +161,12 @@ def test_agent_options_must_be_single_lines(options):
         FenceAgentReader(dict(FENCE, agent_options=options))
 
 
+@pytest.mark.parametrize(("options", "message"), [({"cipher": 0}, "cipher 0 refused"), ({"lanplus": "0"}, "lanplus off refused")])
+def test_fence_ipmilan_cannot_be_downgraded(options, message):
+    with pytest.raises(PowerError, match=message):
+        FenceAgentReader(dict(FENCE, agent="fence_ipmilan", agent_options=options))
+
+
 def test_password_with_a_newline_is_refused():
     with pytest.raises(PowerError, match="single line"):
         FenceAgentReader(dict(FENCE, password="x\naction=reboot"))
