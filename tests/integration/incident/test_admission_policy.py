@@ -6,7 +6,8 @@ While the policy is bound:
   - the remediation ServiceAccount cannot add it to a Ready node, nor without a record, nor with
     a record naming another node;
   - the remediation ServiceAccount can add it, with its record, to a node that is not Ready
-    (kubelet stopped), and anyone allowed to patch Nodes can remove it again;
+    (kubelet stopped), and anyone allowed to patch Nodes can remove it again (stored with the effect
+    NoSchedule, which the policy treats alike, so that no pod of the lab is evicted);
   - the kubelets' own writes go on (every worker stays Ready while the policy is bound).
 Afterwards the policy objects this test created are removed, the kubelet is started again and
 `reset_lab` puts nodes and workloads back as they were.
@@ -28,6 +29,9 @@ RBAC = REPO / "deploy" / "rbac"
 ADMISSION = REPO / "deploy" / "admission"
 OOS = "node.kubernetes.io/out-of-service"
 TAINT = {"key": OOS, "value": "nodeshutdown", "effect": "NoExecute"}
+# The allowed writes that are really stored use this effect: the policy judges the key, whatever the
+# effect, and NoSchedule evicts nothing, so the lab's workloads stay where they are.
+KEEPS_PODS = dict(TAINT, effect="NoSchedule")
 RECORD = "failover.nodeguard.io/incident"
 POLICY = "nodeguard-out-of-service-taint"
 # (kind, name) in the order they are removed: the binding first.
@@ -52,9 +56,9 @@ def current_taints(lab, name: str) -> list:
     return [api.sanitize_for_serialization(t) for t in lab.core().read_node(name).spec.taints or []]
 
 
-def taint_patch(lab, node: str, with_record: str | None) -> str:
+def taint_patch(lab, node: str, with_record: str | None, taint: dict = TAINT) -> str:
     """A merge patch adding the taint to the node's current ones (as node_outage does), optionally with a record."""
-    patch: dict = {"spec": {"taints": [t for t in current_taints(lab, node) if t["key"] != OOS] + [TAINT]}}
+    patch: dict = {"spec": {"taints": [t for t in current_taints(lab, node) if t["key"] != OOS] + [taint]}}
     if with_record is not None:
         patch["metadata"] = {"annotations": {RECORD: with_record}}
     return json.dumps(patch)
@@ -170,8 +174,12 @@ def test_remediator_taints_a_node_that_is_not_ready_and_the_taint_can_be_removed
         assert denied_by_policy(by_admin, "may not add the out-of-service taint"), by_admin.stderr
         assert node_state(lab, node)[0] is False
 
+        # The write node_outage makes passes admission (a server-side dry run runs the policy, stores nothing)...
         first = record(node, "first")
-        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, first))
+        dry = kubectl_as(remediator, "patch", "node", node, "--dry-run=server", "--type=merge", "-p", taint_patch(lab, node, first))
+        assert dry.returncode == 0, dry.stderr
+        # ...and is stored for real with an effect that evicts nothing.
+        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, first, KEEPS_PODS))
         assert allowed.returncode == 0, allowed.stderr
         assert node_state(lab, node) == (True, first)
 
@@ -181,10 +189,10 @@ def test_remediator_taints_a_node_that_is_not_ready_and_the_taint_can_be_removed
         assert node_state(lab, node)[0] is False
 
         # The same record again is not a new incident: refused; a new one is allowed; node-recover's removal too.
-        again = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, first))
+        again = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, first, KEEPS_PODS))
         assert denied_by_policy(again, "same write as a new incident record"), again.stderr
         second = record(node, "second")
-        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, second))
+        allowed = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", taint_patch(lab, node, second, KEEPS_PODS))
         assert allowed.returncode == 0, allowed.stderr
         untaint = kubectl_as(remediator, "patch", "node", node, "--type=merge", "-p", without_out_of_service(lab, node))
         assert untaint.returncode == 0, untaint.stderr
