@@ -28,7 +28,9 @@ RECORD_NAMESPACE, RECORD_NAME = "nodeguard-system", "nodeguard-applied-profile"
 
 
 def ansible_playbook(lab, playbook: str, *args: str, check: bool = False) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    # JSON results: one line per value, so the assertions do not depend on YAML quoting or line wrapping.
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_CALLBACK_RESULT_FORMAT="json",
+               PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
     argv = [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"),
             str(REPO / "playbooks" / playbook), *args] + (["--check"] if check else [])
     return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False)
@@ -56,10 +58,18 @@ def back_to_stock(lab):
     kubelet = {node: node_file(lab, node, KUBELET_CONFIG) for node in nodes(lab)}
     kubeadm = {name: configmap(lab, "kube-system", name) for name in KUBEADM_CONFIGMAPS}
     yield
-    lab.reset_lab()  # every node on and Ready: the stock tune below touches all of them
-    stock = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=kubernetes-default",
-                             "-e", "failover_record_profile=false")
+    try:
+        lab.reset_lab()  # every node on and Ready: the stock tune below touches all of them
+        stock = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=kubernetes-default",
+                                 "-e", json.dumps({"failover_record_profile": False}))
+    finally:
+        restore_bytes(lab, kubelet, kubeadm)
     assert stock.returncode == 0, stock.stdout + stock.stderr
+
+
+def restore_bytes(lab, kubelet: dict, kubeadm: dict) -> None:
+    """The exact files and ConfigMaps from before, and no applied profile."""
+    lab.kubectl("delete", "configmap", "-n", RECORD_NAMESPACE, RECORD_NAME, "--ignore-not-found")
     for node, text in kubelet.items():
         if text is not None and node_file(lab, node, KUBELET_CONFIG) != text:
             subprocess.run(["podman", "exec", "-i", node, "sh", "-c",
@@ -72,7 +82,6 @@ def back_to_stock(lab):
         if current["data"] != saved["data"]:
             current["data"] = saved["data"]
             lab.kubectl("replace", "-f", "-", stdin=json.dumps(current))
-    lab.kubectl("delete", "configmap", "-n", RECORD_NAMESPACE, RECORD_NAME, "--ignore-not-found")
     lab.reset_lab()
 
 
@@ -93,7 +102,8 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
 
     audit = ansible_playbook(lab, "audit-failover.yml")
     assert audit.returncode == 0, audit.stdout + audit.stderr
-    assert "applied profile 'fast'" in audit.stdout and "every node runs it" in audit.stdout, audit.stdout
+    assert "applied profile 'fast' (" in audit.stdout and "every node runs it" in audit.stdout, audit.stdout
+    assert '"drift": []' in audit.stdout, audit.stdout
 
     lab.power_off(victim)
     lab.wait_for(lambda: not lab.node_ready(victim), timeout=60, what=f"{victim} NotReady")
@@ -116,6 +126,7 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
 @pytest.mark.changes_control_plane
 def test_a_bad_input_of_the_last_play_stops_tune_in_the_plan_and_no_node_changes(lab):
     """kubeadm-config in an apiVersion the cluster's kubeadm does not read: refused before the first node file."""
+    assert configmap(lab, RECORD_NAMESPACE, RECORD_NAME) is None, "the lab must start untuned (no applied profile)"
     saved = configmap(lab, "kube-system", "kubeadm-config")
     manifests = {component: lab.read_manifest(component) for component in lab.HEALTH_URLS}
     kubelet = {node: node_file(lab, node, KUBELET_CONFIG) for node in nodes(lab)}
