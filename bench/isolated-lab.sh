@@ -76,6 +76,9 @@ copy_repo() {
   tar -C "$repo" --exclude=./.git --exclude=./.venv --exclude=./.build --exclude=./lab/.state \
     --exclude=__pycache__ -cf - . | tar -C "$copy" -xf -
   ln -sfn "$repo/.venv" "$copy/.venv"
+  # A repository of its own, nothing committed: `git ls-files --others --exclude-standard` then lists
+  # what the repository's own would (the release test asks git which files a build may hold).
+  [ -d "$copy/.git" ] || git -C "$copy" init -q
   mkdir -p "$copy/.build/collections/ansible_collections/nodeguard"
   ln -sfn "$copy" "$copy/.build/collections/ansible_collections/nodeguard/failover"
 }

@@ -15,10 +15,15 @@ cd "$repo"
 private_lab=$repo/bench/isolated-lab.sh
 export NODEGUARD_BENCH_NAME=${NODEGUARD_TEST_LAB:-ngtest}
 
-# What the user's lab is made of right now: its containers (name, id, state), its network and its BMC
-# processes. Compared before and after the run.
+# What the user's lab is made of right now: its containers (name, id, state, start time), its network
+# and its BMC processes. Compared before and after the run.
 users_lab() {
-  podman ps -a --format '{{.Names}} {{.ID}} {{.State}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher) ' | sort || true
+  local names
+  names=$(podman ps -a --format '{{.Names}}' | grep -E '^ng-(cp[0-9]+|worker[0-9]+|csi-attacher)$' | sort || true)
+  # shellcheck disable=SC2086  # one argument per container name
+  if [ -n "$names" ]; then
+    podman container inspect --format '{{.Name}} {{.Id}} {{.State.Status}} {{.State.StartedAt}}' $names
+  fi
   if podman network exists nodeguard-lab; then echo "network nodeguard-lab"; fi
   pgrep -f "$repo/lab/.state/bmc" | sort || true
 }
