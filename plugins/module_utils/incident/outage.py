@@ -51,6 +51,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, read_with_identity
 
@@ -59,8 +60,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity 
 class OutageOptions:
     node: str
     job_id: str
-    not_ready_seconds: int = 60
-    lease_margin_seconds: int = 10
+    # The stock values; the module resolves them from the applied profile first (model/applied.py).
+    not_ready_seconds: int = STOCK_REMEDIATION["not_ready_seconds"]
+    lease_margin_seconds: int = STOCK_REMEDIATION["lease_margin_seconds"]
     proof_timeout: int = 0
     max_unhealthy: str = "40%"
     allow_control_plane: bool = False
