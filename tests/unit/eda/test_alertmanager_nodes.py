@@ -121,3 +121,20 @@ def test_count_spans_posts_and_resolved_alerts_leave_it(main) -> None:
 def test_a_numeric_node_name_stays_a_string(main) -> None:
     (out,) = main(event(alert(node="123")))
     assert out["node"] == "123"
+
+
+def test_a_node_not_repeated_within_the_ttl_is_forgotten(main, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = [1000.0]
+    fake_time = type("FakeTime", (), {"monotonic": staticmethod(lambda: clock[0])})
+    monkeypatch.setitem(main.__globals__, "time", fake_time)
+    main(event(alert(node="w1")), firing_ttl_seconds=600)
+    clock[0] += 601
+    assert main(event(alert(node="w2")), firing_ttl_seconds=600)[0]["down_nodes"] == ["w2"]
+
+
+def test_other_alerts_do_not_count_and_unlabelled_alerts_are_dropped(main) -> None:
+    other = alert(node="w1", alertname="KubeletTooManyPods")
+    unlabelled = alert(node="w2")
+    del unlabelled["labels"]["node"]
+    out = main(event(other, unlabelled))
+    assert [(e["node"], e["alertname"], e["nodes_down"]) for e in out] == [("w1", "KubeletTooManyPods", 0)]
