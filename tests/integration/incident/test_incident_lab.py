@@ -296,7 +296,7 @@ def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, ta
     short_lock = {"node_outage_lock_ttl_seconds": 20, "node_outage_pod_delete_timeout": 240}
     runs = [
         playbook(remediator, "node-outage", target, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2, **short_lock)
-        for _ in range(2)
+        for _unused in range(2)
     ]
     try:
         lab.wait_for(lambda: has_taint(lab, target), timeout=180, interval=0.2, what="the out-of-service taint")

@@ -98,7 +98,7 @@ def test_malformed_file_is_refused_with_its_path_and_line(run_module, tmp_path):
 
 
 def test_real_shaped_file_check_mode_is_honest_and_second_run_is_byte_identical(run_module, copy_fixture):
-    path = copy_fixture("kubelet-config-trailing-spaces.yaml", "config.yaml")
+    path = copy_fixture("kubelet-config-trailing-spaces.yaml.fixture", "config.yaml")
     before = path.read_text()
     checked = run_module(kubelet_config, {"path": str(path), "settings": SETTINGS}, check_mode=True)
     assert checked["changed"] and path.read_text() == before and checked["diff"]["before"] == before

@@ -95,7 +95,7 @@ def test_new_blocks_take_the_indentation_of_their_neighbours_and_go_before_the_b
 
 def test_kubelet_trailing_spaces_flow_lists_and_missing_final_newline_are_kept():
     settings = {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
-    before, after = edited("kubelet-config-trailing-spaces.yaml", lambda document: kubelet.render(document, settings, "config.yaml"))
+    before, after = edited("kubelet-config-trailing-spaces.yaml.fixture", lambda document: kubelet.render(document, settings, "config.yaml"))
     assert not before.endswith("\n")
     expected = replaced(before, "nodeStatusUpdateFrequency: 10s\n", "nodeStatusUpdateFrequency: 4s\n")
     assert after == expected + "\nnodeLeaseDurationSeconds: 20"
