@@ -113,10 +113,10 @@ def _checked(alert: Any, node_label: str) -> tuple[dict[str, str] | None, str]:
         "starts_at": alert.get("startsAt", ""),
     }
     checks = (
-        ("status", lambda v: v in STATUSES, "firing or resolved"),
-        ("alertname", lambda v: ALERTNAME.fullmatch(v), "a Prometheus alert name"),
-        ("fingerprint", lambda v: FINGERPRINT.fullmatch(v), "hexadecimal, as Alertmanager makes it"),
-        ("starts_at", lambda v: RFC3339.fullmatch(v), "an RFC 3339 time"),
+        ("status", STATUSES.__contains__, "firing or resolved"),
+        ("alertname", ALERTNAME.fullmatch, "a Prometheus alert name"),
+        ("fingerprint", FINGERPRINT.fullmatch, "hexadecimal, as Alertmanager makes it"),
+        ("starts_at", RFC3339.fullmatch, "an RFC 3339 time"),
     )
     for key, ok, expected in checks:
         value = fields[key]
