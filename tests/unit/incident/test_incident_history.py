@@ -119,7 +119,6 @@ def test_long_node_names_get_a_valid_config_map_name():
     assert len(name) <= 253 and name.startswith(history.PREFIX)
 
 
-
 def test_history_stays_within_one_config_map():
     cluster = FakeCluster([node("w3")])
     for i in range(10):
