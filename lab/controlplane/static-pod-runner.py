@@ -30,6 +30,7 @@ MANIFEST_DIR = Path(os.environ.get("STATIC_POD_PATH", "/etc/kubernetes/manifests
 STATE_DIR = Path(os.environ.get("STATIC_POD_STATE", "/run/static-pod-runner"))
 POLL_SECONDS = float(os.environ.get("STATIC_POD_POLL_SECONDS", "1"))
 RESTART_SECONDS = os.environ.get("STATIC_POD_RESTART_SECONDS", "5")
+LAUNCHER = STATE_DIR / "launch"  # runs a manifest's command with its argv[0] as written
 UNIT_CHECK_EVERY = 5  # polls between checks that every unit still exists
 
 log = logging.getLogger("static-pod-runner")
@@ -108,9 +109,9 @@ def start(pod: Pod) -> None:
         "--property=StartLimitIntervalSec=0", "--property=TimeoutStopSec=30",
     ]
     command += [f"--setenv={key}={value}" for key, value in pod.env.items()]
-    # exec -a keeps argv[0] as the manifest wrote it (systemd would make it an absolute path),
+    # The launcher keeps argv[0] as the manifest wrote it (systemd would make it an absolute path),
     # so /proc/<pid>/cmdline reads exactly like the container's command on a kubeadm node.
-    command += ["--", "/bin/bash", "-c", 'exec -a "$0" "$0" "$@"', *pod.argv]
+    command += ["--", str(LAUNCHER), *pod.argv]
     result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         log.error("could not start %s: %s", pod.name, result.stderr.strip())
@@ -144,9 +145,18 @@ def reconcile(check_units: bool) -> None:
             start(pod)
 
 
+def write_launcher() -> None:
+    """`exec -a` lives in a script, not in the unit's command line: systemd keeps a transient unit's
+    command in a file that a daemon-reload (any unit change on this node) parses again, and the "$0"
+    of an inline `bash -c` came back from that as a literal, so the next restart failed for ever."""
+    LAUNCHER.write_text('#!/bin/bash\nexec -a "$1" "$@"\n')
+    LAUNCHER.chmod(0o755)
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(levelname)s %(message)s")
     STATE_DIR.mkdir(parents=True, exist_ok=True)
+    write_launcher()
     log.info("watching %s every %ss", MANIFEST_DIR, POLL_SECONDS)
     polls = 0
     while True:
