@@ -146,7 +146,7 @@ def drift(applied, nodes, kubernetes_version) -> list:
     if applied is None:
         return []
     version = parse_version(kubernetes_version)
-    wanted, problems, _ = read_settings(applied["settings"], version)
+    wanted, problems, _notes = read_settings(applied["settings"], version)
     if problems:
         raise ProfileError("applied-profile", f"{WHERE}: stored settings unreadable: {problems[0][1]}")
     found = []
@@ -155,7 +155,7 @@ def drift(applied, nodes, kubernetes_version) -> list:
         if not node.get("settings"):  # nothing was read there (an RKE1 node: its settings are in cluster.yml)
             continue
         sections = _node_sections(node.get("role", "node"))
-        live, _, _ = read_settings(node.get("settings") or {}, version)
+        live = read_settings(node.get("settings") or {}, version)[0]
         for setting in SETTINGS:
             if setting.section in sections and getattr(live, setting.key) != getattr(wanted, setting.key):
                 found.append({"node": host, "setting": f"{setting.section}.{setting.name}",

@@ -15,7 +15,8 @@ for socket in /run/k3s/containerd/containerd.sock /run/containerd/containerd.soc
     fi
   fi
 done
-log=$(ls -t /var/log/pods/kube-system_"$c"-*/"$c"/*.log 2>/dev/null | head -n 1)
+# The newest log file of the component's static pod (names are kubelet-made: no spaces or newlines).
+log=$(find /var/log/pods -path "/var/log/pods/kube-system_$c-*/$c/*.log" -printf '%T@ %p\n' 2>/dev/null | sort -rn | head -n 1 | cut -d' ' -f2-)
 if [ -n "$log" ]; then
   echo "log $log:"; tail -n "$n" "$log"; exit 0
 fi

@@ -56,9 +56,9 @@ def current_taints(lab, name: str) -> list:
     return [api.sanitize_for_serialization(t) for t in lab.core().read_node(name).spec.taints or []]
 
 
-def taint_patch(lab, node: str, with_record: str | None, taint: dict = TAINT) -> str:
+def taint_patch(lab, node: str, with_record: str | None, taint: dict | None = None) -> str:
     """A merge patch adding the taint to the node's current ones (as node_outage does), optionally with a record."""
-    patch: dict = {"spec": {"taints": [t for t in current_taints(lab, node) if t["key"] != OOS] + [taint]}}
+    patch: dict = {"spec": {"taints": [t for t in current_taints(lab, node) if t["key"] != OOS] + [taint or TAINT]}}
     if with_record is not None:
         patch["metadata"] = {"annotations": {RECORD: with_record}}
     return json.dumps(patch)

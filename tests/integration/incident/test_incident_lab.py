@@ -16,7 +16,6 @@ One power-off for the whole suite keeps it short (about 3 minutes of waiting for
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import json
 import os
@@ -47,19 +46,6 @@ FAST = {
 }
 
 # --- fixtures -------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def remediator(lab, tmp_path_factory):
-    """Apply deploy/rbac and return connection vars that authenticate as the ServiceAccount."""
-    lab.kubectl("apply", "-f", str(REPO / "deploy" / "rbac"))
-    token = lab.kubectl("create", "token", "nodeguard-remediator", "-n", LOCK_NAMESPACE, "--duration=2h").stdout.strip()
-    kubeconfig = yaml.safe_load(Path(lab.kubeconfig()).read_text())
-    cluster = kubeconfig["clusters"][0]["cluster"]
-    directory = tmp_path_factory.mktemp("remediator")
-    ca = directory / "ca.crt"
-    ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    return {"k8s_kubeconfig": "", "host": cluster["server"], "api_key": token, "ca_cert": str(ca), "_dir": directory}
 
 
 def playbook(remediator, name, node, check=False, background=False, **extra):

@@ -29,7 +29,6 @@ from test_incident_lab import (
     node_proven_dead,
     playbook,
     record,
-    remediator,  # noqa: F401  (fixture)
 )
 
 HISTORY_PREFIX = "nodeguard-history-"
@@ -88,7 +87,7 @@ def false_attestation(node: str) -> dict:
     }
 
 
-def test_resume_with_the_power_back_on_stops_with_a_consistent_record(lab, remediator, worker):  # noqa: F811
+def test_resume_with_the_power_back_on_stops_with_a_consistent_record(lab, remediator, worker):
     lab.podman("exec", worker, "systemctl", "stop", "kubelet")
     lab.wait_for(lambda: node_proven_dead(lab, worker), timeout=150, interval=2, what=f"{worker} NotReady with a stale Lease")
     old_db = db_pod_on(lab, worker)
@@ -130,7 +129,7 @@ def test_resume_with_the_power_back_on_stops_with_a_consistent_record(lab, remed
     assert events(lab, worker, "FailoverInterrupted")
 
 
-def test_recovery_with_an_unchanged_boot_id_is_refused(lab, remediator, worker):  # noqa: F811
+def test_recovery_with_an_unchanged_boot_id_is_refused(lab, remediator, worker):
     # A new incident on the node the test above left tainted and interrupted: its taint is removed by hand, its
     # record must survive in the history when this incident replaces it on the Node.
     previous = record(lab, worker)

@@ -20,7 +20,6 @@ from test_incident_lab import (
     node_obj,
     node_proven_dead,
     playbook,
-    remediator,  # noqa: F401 - the fixture, shared with the other lab tests
     state,
 )
 
@@ -58,7 +57,7 @@ def bmc_of(node: str) -> dict:
     return yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][node]["bmc"]
 
 
-def test_fencing_through_another_workers_bmc_is_refused_and_powers_nothing(lab, remediator, partitioned):  # noqa: F811
+def test_fencing_through_another_workers_bmc_is_refused_and_powers_nothing(lab, remediator, partitioned):
     target, other = partitioned
     before, other_before = state(lab, target), state(lab, other)
     result = playbook(remediator, "node-outage", target, node_outage_fence=True, node_outage_power_by_node={target: bmc_of(other)})
@@ -69,7 +68,7 @@ def test_fencing_through_another_workers_bmc_is_refused_and_powers_nothing(lab, 
     assert state(lab, other)["out_of_service_taint"] == other_before["out_of_service_taint"]
 
 
-def test_another_workers_bmc_reading_off_proves_nothing(lab, remediator, partitioned):  # noqa: F811
+def test_another_workers_bmc_reading_off_proves_nothing(lab, remediator, partitioned):
     """The review's case: the mapped BMC really reads Off (that worker is powered off)."""
     target, other = partitioned
     lab.power_off(other)

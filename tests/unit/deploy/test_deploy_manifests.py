@@ -31,7 +31,7 @@ def objects(directory: Path) -> dict:
 
 
 def service_account() -> dict:
-    (account,) = [o for (kind, _), o in objects(RBAC).items() if kind == "ServiceAccount"]
+    (account,) = [o for (kind, _name), o in objects(RBAC).items() if kind == "ServiceAccount"]
     return account
 
 
@@ -42,7 +42,7 @@ def service_account_user() -> str:
 
 def grants(directory: Path, group: str, resource: str) -> set:
     verbs = set()
-    for (kind, _), obj in objects(directory).items():
+    for (kind, _name), obj in objects(directory).items():
         if kind in ("ClusterRole", "Role"):
             for rule in obj["rules"]:
                 if group in rule["apiGroups"] and resource in rule["resources"]:
@@ -69,7 +69,7 @@ def test_default_rbac_lets_the_job_keep_its_incident_history():
     """incident/history.py reads, creates and replaces ConfigMaps in the lock namespace (nodeguard-system)."""
     namespace = service_account()["metadata"]["namespace"]
     verbs = set()
-    for (kind, _), obj in objects(RBAC).items():
+    for (kind, _name), obj in objects(RBAC).items():
         if kind == "Role" and obj["metadata"]["namespace"] == namespace:
             for rule in obj["rules"]:
                 if "configmaps" in rule["resources"] and not rule.get("resourceNames"):
@@ -79,9 +79,9 @@ def test_default_rbac_lets_the_job_keep_its_incident_history():
 
 def test_opt_in_role_grants_only_volume_attachment_delete_to_the_service_account():
     opt_in = objects(OPT_IN)
-    (role,) = [o for (kind, _), o in opt_in.items() if kind == "ClusterRole"]
+    (role,) = [o for (kind, _name), o in opt_in.items() if kind == "ClusterRole"]
     assert role["rules"] == [{"apiGroups": ["storage.k8s.io"], "resources": ["volumeattachments"], "verbs": ["delete"]}]
-    (binding,) = [o for (kind, _), o in opt_in.items() if kind == "ClusterRoleBinding"]
+    (binding,) = [o for (kind, _name), o in opt_in.items() if kind == "ClusterRoleBinding"]
     assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role["metadata"]["name"]}
     account = service_account()["metadata"]
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}]
@@ -152,7 +152,7 @@ def test_the_remediation_service_account_cannot_change_its_own_guard():
     guarded = {"validatingadmissionpolicies", "validatingadmissionpolicybindings", "*"}
     writes = {"create", "update", "patch", "delete", "deletecollection", "*"}
     for directory in (RBAC, OPT_IN):
-        for (kind, _), obj in objects(directory).items():
+        for (kind, _name), obj in objects(directory).items():
             if kind in ("ClusterRole", "Role"):
                 for rule in obj["rules"]:
                     assert not (guarded & set(rule["resources"]) and writes & set(rule["verbs"])), (obj["metadata"]["name"], rule)

@@ -110,6 +110,6 @@ def test_rke1_kubelet_carries_only_changed_fields_and_the_report_frequency_with_
     facts = {"kubernetes_version": "1.28.15", "node_count": 3, "distribution": "rke1"}
     stock = build_profile(facts, "kubernetes-default", overrides={"node_monitor_grace_period": "60s"})
     assert stock["rke1_kubelet_settings"] == {}
-    faster = build_profile(facts, "kubernetes-default", overrides={"node_status_update_frequency": "5s",
-                                                                    "node_monitor_grace_period": "60s"})
+    faster = build_profile(facts, "kubernetes-default",
+                           overrides={"node_status_update_frequency": "5s", "node_monitor_grace_period": "60s"})
     assert faster["rke1_kubelet_settings"] == {"nodeStatusUpdateFrequency": "5s", "nodeStatusReportFrequency": "5m0s"}
