@@ -44,4 +44,10 @@ def select_power(node: str, by_node: dict | None, host_value: object, default: d
             f"e.g. command, and the default's type is {kind!r}. Map {node} to its own BMC (power_by_node or the inventory "
             "host variable). Nothing was changed."
         )
+    if default.get("identity_unverifiable_reason"):
+        raise PowerMappingError(
+            f"no power mapping of its own for {node}; the shared default sets identity_unverifiable_reason, which would "
+            "waive the identity proof for every node without a mapping of its own. Give the opt-out per node, in "
+            f"{node}'s own mapping. Nothing was changed."
+        )
     return default

@@ -39,6 +39,15 @@ def test_a_shared_default_of_a_per_host_device_is_refused(kind):
     assert "s3cret-pw" not in message and "spare.example" not in message
 
 
+def test_a_shared_default_never_waives_identity_for_every_node():
+    """The identity opt-out is per node: in a shared hook it would cover every node without a mapping."""
+    with pytest.raises(PowerMappingError) as error:
+        select_power("ng-w9", {}, None, dict(HOOK, identity_unverifiable_reason="hook cannot tell"))
+    assert "identity_unverifiable_reason" in str(error.value)
+    own = dict(HOOK, identity_unverifiable_reason="hook cannot tell")
+    assert select_power("ng-w9", {"ng-w9": own}, None, None) is own
+
+
 def test_nothing_configured_is_left_to_the_module():
     assert select_power("w1", {}, None, {}) == {}
     assert select_power("w1", None, None, None) == {}
