@@ -2,13 +2,9 @@
 (through Ansible's templating and plugin loader, as a playbook uses them)."""
 
 import os
-import sys
 
 import pytest
 from ansible.errors import AnsibleError
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.names import is_dns1123_subdomain, shown, why_not_node_name
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -57,26 +53,6 @@ def test_shown_escapes_and_cuts():
     assert shown("ng-{{ 7*7 }}") == "'ng-\\x7b\\x7b\\x207\\x2a7\\x20\\x7d\\x7d'"
     assert shown("x" * 100).endswith("'...")
     assert shown("wö") == "'w\\xf6'"
-
-
-@pytest.fixture(scope="module")
-def render():
-    # Other tests import ansible_collections as a plain namespace package; Ansible's plugin loader
-    # needs its own collection finder to resolve FQCNs, so swap it in for these tests only.
-    plain = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "ansible_collections"}
-    for name in plain:
-        del sys.modules[name]
-    finder = _AnsibleCollectionFinder(paths=[os.path.join(REPO, ".build", "collections")])
-    finder._install()
-
-    def render(expression, **variables):
-        return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ " + expression + " }}"))
-
-    yield render
-    finder._remove()
-    for name in [name for name in sys.modules if name.split(".")[0] == "ansible_collections"]:
-        del sys.modules[name]
-    sys.modules.update(plain)
 
 
 @pytest.mark.parametrize("given, names", [

@@ -2,13 +2,9 @@
 its own mapping, never a shared default of a per-host device."""
 
 import os
-import sys
 
 import pytest
 from ansible.errors import AnsibleError
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.selection import PowerMappingError, select_power
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -57,24 +53,6 @@ def test_nothing_configured_is_left_to_the_module():
 def test_a_malformed_own_mapping_is_refused(bad):
     with pytest.raises(PowerMappingError, match="power mapping of w1 must be a dict with a 'type'"):
         select_power("w1", {"w1": bad}, None, None)
-
-
-@pytest.fixture(scope="module")
-def render():
-    plain = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "ansible_collections"}
-    for name in plain:
-        del sys.modules[name]
-    finder = _AnsibleCollectionFinder(paths=[os.path.join(REPO, ".build", "collections")])
-    finder._install()
-
-    def render(expression, **variables):
-        return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ " + expression + " }}"))
-
-    yield render
-    finder._remove()
-    for name in [name for name in sys.modules if name.split(".")[0] == "ansible_collections"]:
-        del sys.modules[name]
-    sys.modules.update(plain)
 
 
 def test_filter_as_the_roles_use_it(render):
