@@ -371,4 +371,16 @@ def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, target
     kept = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "-o", "json").stdout
     assert json.loads(json.loads(kept)["data"][closed["id"]])["phase"] == "recovered"
     assert "taint removed" in result.stdout and "node NotReady (first seen)" in result.stdout
+    # No secret anywhere the incident left a trace: the run's output, the Node and its record, the
+    # Events about it, the durable history and the lock Leases.
+    password = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]["password"]
+    traces = {
+        "node-recover output": result.stdout + result.stderr,
+        "node": lab.kubectl("get", "node", target, "-o", "json").stdout,
+        "events": lab.kubectl("get", "events", "-A", "--field-selector", f"involvedObject.name={target}", "-o", "json").stdout,
+        "history": kept,
+        "leases": lab.kubectl("get", "leases", "-n", LOCK_NAMESPACE, "-o", "json").stdout,
+    }
+    assert password and "Failover" in traces["events"]
+    assert not [where for where, text in traces.items() if password in text], "the BMC password is in an incident trace"
     print("\n" + "\n".join(line for line in result.stdout.splitlines() if "+seconds" in line or "Z  " in line))

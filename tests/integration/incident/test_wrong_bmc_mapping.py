@@ -23,8 +23,6 @@ from test_incident_lab import (
     state,
 )
 
-pytestmark = pytest.mark.resets_lab
-
 
 def lab_system_uuid(node: str) -> str:
     result = subprocess.run(["python3", str(REPO / "lab" / "bmc" / "system_uuid.py"), node],
@@ -34,7 +32,11 @@ def lab_system_uuid(node: str) -> str:
 
 @pytest.fixture(scope="module")
 def partitioned(lab):
-    """(target, other): target's kubelet stopped (partitioned, still powered on); other a healthy worker."""
+    """(target, other): target's kubelet stopped (partitioned, still powered on); other a healthy worker.
+
+    The partition lasts for both tests of this module, so they do not carry the resets_lab marker (a
+    reset after the first test would wait for the partitioned node to be Ready); the lab is reset here,
+    before and after."""
     lab.reset_lab()
     workers = lab.worker_names()
     assert len(workers) >= 2, "the lab needs two workers"
