@@ -2,13 +2,9 @@
 
 import json
 import os
-import sys
 
 import pytest
 from ansible.errors import AnsibleError
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 FACTS = {"kubernetes_version": "1.35.4", "node_count": 3, "distribution": "kubeadm"}
@@ -18,25 +14,14 @@ SEED_001 = {
 }
 
 
-@pytest.fixture(scope="module")
-def render():
-    # Other tests import ansible_collections as a plain namespace package; Ansible's plugin loader
-    # needs its own collection finder to resolve FQCNs, so swap it in for these tests only.
-    plain = {name: module for name, module in sys.modules.items() if name.split(".")[0] == "ansible_collections"}
-    for name in plain:
-        del sys.modules[name]
-    finder = _AnsibleCollectionFinder(paths=[os.path.join(REPO, ".build", "collections")])
-    finder._install()
+@pytest.fixture(scope="module", name="render")
+def render_with_facts(render):
+    """conftest's render, with the cluster facts these filters read as ``facts``."""
 
-    def render(expression, **variables):
-        templar = Templar(loader=DataLoader(), variables=dict(variables, facts=FACTS))
-        return templar.template(trust_as_template("{{ " + expression + " }}"))
+    def render_facts(expression, **variables):
+        return render(expression, **dict(variables, facts=FACTS))
 
-    yield render
-    finder._remove()
-    for name in [name for name in sys.modules if name.split(".")[0] == "ansible_collections"]:
-        del sys.modules[name]
-    sys.modules.update(plain)
+    return render_facts
 
 
 def test_profile_filter(render):
