@@ -8,6 +8,11 @@ manager and the apiserver.
   hand; it works because an explicit 1s update frequency also makes the kubelet post its full
   Node status every second (nodeStatusReportFrequency defaults to it).
 - every preset of the model (plugins/module_utils/model/presets.py), rendered by the model itself.
+- power-event: the stock settings of kubernetes-default (nothing set) plus the event-led path of
+  issue 13: the BMC's Redfish power event reaches ansible-rulebook (extensions/eda/rulebooks/
+  power-events.yml), which starts node-outage with node_outage_power_event_time; it does not wait
+  for NotReady. Its heartbeat cost is the stock rhythm; its own load (the incident's API requests,
+  BMC requests, the rulebook process) is not on etcd and is reported apart.
 """
 
 from __future__ import annotations
@@ -29,7 +34,11 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediati
 KUBERNETES_VERSION = "1.35.4"
 REFERENCE_PROFILES = ("kubernetes-default", "seed-001")
 PRESETS = tuple(name for name in PRESET_NAMES if name != "kubernetes-default")
-ALL_PROFILES = REFERENCE_PROFILES + PRESETS
+# Profiles whose failover is led by the BMC's power event, not by the node lifecycle controller.
+EVENT_LED_PROFILES = ("power-event",)
+ALL_PROFILES = REFERENCE_PROFILES + PRESETS + EVENT_LED_PROFILES
+# The heartbeat settings each event-led profile runs with.
+EVENT_LED_SETTINGS = {"power-event": "kubernetes-default"}
 
 SEED_001 = {
     "kubelet": {"nodeStatusUpdateFrequency": "1s"},
@@ -45,6 +54,7 @@ def _without_removals(flags: dict) -> dict:
 
 def profile_settings(name: str, node_count: int = 3) -> dict:
     """{kubelet: {camelCase: value}, kube_controller_manager: {flag: value}, kube_apiserver: {flag: value}}."""
+    name = EVENT_LED_SETTINGS.get(name, name)
     if name == "seed-001":
         return {part: dict(values) for part, values in SEED_001.items()}
     if name == "kubernetes-default":
@@ -71,7 +81,11 @@ def node_outage_default(variable: str):
 
 
 def model_prediction(name: str, node_count: int) -> dict | None:
-    """The model's predicted timeline, load and remediation settings for a preset (None for seed-001, which it refuses)."""
+    """The model's predicted timeline, load and remediation settings for a preset (None for seed-001, which it refuses).
+
+    An event-led profile gets the prediction of its heartbeat settings: the model predicts the heartbeat path only.
+    """
+    name = EVENT_LED_SETTINGS.get(name, name)
     if name == "seed-001":
         return None
     facts = {"kubernetes_version": KUBERNETES_VERSION, "node_count": node_count, "distribution": "kubeadm"}
