@@ -8,12 +8,14 @@ dependency of every controller and execution environment for that, and our own o
 still have to wrap it.
 
 Credentials go only to the configured origin (scheme://host:port): a link from the BMC to any other origin
-is refused, and redirects are not followed. Plain http only with allow_insecure_http.
+is refused, and redirects are not followed. Plain http only with allow_insecure_http. These rules live in
+RedfishSession, the one Redfish transport of the collection (also used by redfish_events.py).
 """
 
 from __future__ import annotations
 
 import json
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
@@ -40,11 +42,41 @@ def _origin(url: str) -> tuple:
     return parts.scheme, (parts.hostname or "").lower(), parts.port or default
 
 
-class RedfishReader:
-    method = "redfish"
+class RedfishHTTPError(PowerError):
+    """The service answered with an HTTP error; ``status`` is its code (404: the resource is gone)."""
 
-    def __init__(self, config: dict, fetch=None):
-        self.config = config
+    def __init__(self, message: str, status: int):
+        super().__init__(message)
+        self.status = status
+
+
+class RedfishAnswer(NamedTuple):
+    status: int
+    location: str  # the Location header (201 Created), "" when absent
+    body: dict
+
+
+def _service_message(error: HTTPError) -> str:
+    """The Redfish error message of an HTTP error answer (``error.message`` or its first extended info), one line."""
+    try:
+        answer = json.loads(error.read() or b"{}")
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(answer, dict) or not isinstance(answer.get("error"), dict):
+        return ""
+    detail = answer["error"].get("@Message.ExtendedInfo") or []
+    message = detail[0].get("Message") if detail and isinstance(detail[0], dict) else answer["error"].get("message")
+    return " ".join(str(message or "").split())[:300]
+
+
+class RedfishSession:
+    """HTTPS requests to one Redfish service, by the collection's transport rules.
+
+    Used by the power reader and the EventService subscriptions (redfish_events.py). ``secrets`` are more
+    values (besides the password) that never appear in an error message, e.g. subscription headers.
+    """
+
+    def __init__(self, config: dict, secrets: tuple = ()):
         self.address = check_address((config.get("address") or "").rstrip("/"))
         scheme = urlsplit(self.address).scheme
         if scheme == "http" and not config.get("allow_insecure_http"):
@@ -54,18 +86,14 @@ class RedfishReader:
             )
         if scheme not in ("https", "http") or not urlsplit(self.address).hostname:
             raise PowerError(f"redfish address must be a URL like https://bmc.example:443, got {self.address!r}")
-        self.system_id = config.get("system_id")
         self.username = config.get("username")
         self.password = config.get("password")
         self.validate_certs = config.get("validate_certs", True) is not False
         self.ca_cert = config.get("ca_cert")
         self.timeout = float(config.get("timeout") or 10)
-        self.off_reset_type = config.get("off_reset_type") or "ForceOff"
-        if self.off_reset_type not in OFF_RESET_TYPES:
-            raise PowerError(f"off_reset_type must be one of {', '.join(OFF_RESET_TYPES)} (never a reboot), got {self.off_reset_type!r}")
-        self.fetch = fetch or self._fetch
+        self.secrets = (self.password, *secrets)
 
-    def _url(self, path: str) -> str:
+    def url(self, path: str) -> str:
         """Where ``path`` (from the config or from the BMC) points; only the configured origin is allowed."""
         if path.startswith("/") and not path.startswith("//"):
             return self.address + path
@@ -74,9 +102,8 @@ class RedfishReader:
             raise PowerError(f"redfish {self.address} linked to {shown}: refused, credentials are sent only to the configured origin")
         return path
 
-    def _fetch(self, method: str, path: str, body=None):
-        url = self._url(path)
-        secrets = (self.password,)
+    def request(self, method: str, path: str, body=None) -> RedfishAnswer:
+        url = self.url(path)
         try:
             response = open_url(
                 url,
@@ -93,23 +120,46 @@ class RedfishReader:
                 use_netrc=False,
                 follow_redirects="none",
             )
-            text = response.read()
+            status, location, text = response.getcode(), response.headers.get("Location") or "", response.read()
         except HTTPError as e:
             if e.code in (401, 403):
-                raise PowerError(f"redfish {self.address}: credentials refused (HTTP {e.code})") from None
+                raise RedfishHTTPError(f"redfish {self.address}: credentials refused (HTTP {e.code})", e.code) from None
             if 300 <= e.code < 400:
-                raise PowerError(f"redfish {method} {url}: HTTP {e.code} redirect not followed (credentials stay with {self.address})") from None
-            raise PowerError(redact(f"redfish {method} {url}: HTTP {e.code} {e.reason}", secrets)) from None
+                raise RedfishHTTPError(f"redfish {method} {url}: HTTP {e.code} redirect not followed (credentials stay with {self.address})", e.code) from None
+            said = _service_message(e)
+            raise RedfishHTTPError(redact(f"redfish {method} {url}: HTTP {e.code} {e.reason}" + (f": {said}" if said else ""), self.secrets), e.code) from None
         except URLError as e:
-            raise PowerError(redact(f"redfish {self.address} unreachable: {e.reason}", secrets)) from None
+            raise PowerError(redact(f"redfish {self.address} unreachable: {e.reason}", self.secrets)) from None
         except (OSError, ValueError) as e:  # timeouts, TLS errors, bad URL
-            raise PowerError(redact(f"redfish {self.address} unreachable: {e}", secrets)) from None
+            raise PowerError(redact(f"redfish {self.address} unreachable: {e}", self.secrets)) from None
         if not text:
-            return {}
+            return RedfishAnswer(status, location, {})
         try:
-            return json.loads(text)
+            answer = json.loads(text)
         except ValueError:
             raise PowerError(f"redfish {method} {url}: answer is not JSON") from None
+        return RedfishAnswer(status, location, answer if isinstance(answer, dict) else {})
+
+    def fetch(self, method: str, path: str, body=None) -> dict:
+        """The JSON body of the answer ({} when empty)."""
+        return self.request(method, path, body).body
+
+
+class RedfishReader:
+    method = "redfish"
+
+    def __init__(self, config: dict, fetch=None):
+        self.config = config
+        self.session = RedfishSession(config)
+        self.address = self.session.address
+        self.system_id = config.get("system_id")
+        self.off_reset_type = config.get("off_reset_type") or "ForceOff"
+        if self.off_reset_type not in OFF_RESET_TYPES:
+            raise PowerError(f"off_reset_type must be one of {', '.join(OFF_RESET_TYPES)} (never a reboot), got {self.off_reset_type!r}")
+        self.fetch = fetch or self.session.fetch
+
+    def _url(self, path: str) -> str:
+        return self.session.url(path)
 
     def _system_path(self) -> str:
         if self.system_id:
