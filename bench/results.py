@@ -23,6 +23,9 @@ METRICS = ("not_ready", "unreachable_taint", "endpoint_removed", "deployment_rep
 # Which kind of run a metric is taken from (see bench/timeline.py).
 FROM_UNREMEDIATED = {"deployment_replaced", "statefulset_replaced_unremediated"}
 FROM_REMEDIATED = {"statefulset_replaced"}
+# Event-led runs (trigger power-event) are the only kind of their profile: every metric but the
+# unremediated one comes from them, and a run whose failover never came counts as "not reached".
+FROM_EVENT_LED = set(METRICS) - {"statefulset_replaced_unremediated"}
 
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
 SCHEMA = {
@@ -65,16 +68,23 @@ def spread(samples: list[float | None]) -> dict:
             "max_s": round(max(observed), 2)}
 
 
+def event_led(run: dict) -> bool:
+    return run.get("trigger") == "power-event"
+
+
 def remediation_failed(run: dict) -> bool:
-    """A remediated run whose node-outage.yml never succeeded measures the playbook, not failover."""
+    """A remediated run whose node-outage.yml never succeeded measures the playbook, not failover.
+    (An event-led run is never left out: its chain starting nothing is what it measures.)"""
     attempts = run.get("playbook_attempts") or []
-    return run["remediated"] and not any(a["rc"] == 0 for a in attempts) \
+    return run["remediated"] and not event_led(run) and not any(a["rc"] == 0 for a in attempts) \
         and run["milestones"].get("statefulset_replaced") is None
 
 
 def _counts(run: dict, metric: str) -> bool:
     if run.get("disturbed"):
         return False
+    if event_led(run):
+        return metric in FROM_EVENT_LED
     if metric in FROM_REMEDIATED and remediation_failed(run):
         return False
     if metric in FROM_UNREMEDIATED:

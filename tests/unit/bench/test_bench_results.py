@@ -38,6 +38,29 @@ def test_metrics_come_from_the_right_kind_of_run():
     assert entries["statefulset_replaced"]["runs"] == 1 and entries["statefulset_replaced"]["median_s"] == 70.0
 
 
+def event_led_run(milestones, cap=90.0):
+    return {**run("power-event", True, milestones, cap=cap), "trigger": "power-event", "taint_while_ready": True}
+
+
+def test_event_led_runs_give_every_milestone_but_the_unremediated_one():
+    runs = [event_led_run({"not_ready": 45.0, "deployment_replaced": 12.0, "statefulset_replaced": 14.0,
+                           "out_of_service_taint": 9.0}),
+            event_led_run({"not_ready": 47.0, "deployment_replaced": 14.0, "statefulset_replaced": 16.0})]
+    entries = {e["metric"]: e for e in results.timeline_entries(runs, ["power-event"])}
+    # deployment_replaced of a heartbeat profile comes from unremediated runs only; here from the event-led ones
+    assert entries["deployment_replaced"]["runs"] == 2 and entries["deployment_replaced"]["median_s"] == 13.0
+    assert entries["statefulset_replaced"]["median_s"] == 15.0
+    assert entries["not_ready"]["median_s"] == 46.0  # recorded though it came after the replacement
+    assert "statefulset_replaced_unremediated" not in entries
+    assert "out_of_service_taint" not in entries  # raw only: results.json keeps the metrics
+
+
+def test_an_event_led_run_whose_failover_never_came_is_counted_not_left_out():
+    runs = [event_led_run({"statefulset_replaced": 14.0}), event_led_run({"not_ready": 45.0})]
+    entry = next(e for e in results.timeline_entries(runs, ["power-event"]) if e["metric"] == "statefulset_replaced")
+    assert entry["runs"] == 2 and entry["median_s"] == 14.0 and "1 of 2" in entry["note"]
+
+
 def test_never_replaced_is_null_with_a_note_naming_the_cap():
     runs = [run("kubernetes-default", False, {"statefulset_replaced_unremediated": None}, cap=400.0)] * 2
     entry = next(e for e in results.timeline_entries(runs, ["kubernetes-default"])
