@@ -66,7 +66,7 @@ def _service_message(error: HTTPError) -> str:
         return ""
     detail = answer["error"].get("@Message.ExtendedInfo") or []
     message = detail[0].get("Message") if detail and isinstance(detail[0], dict) else answer["error"].get("message")
-    return " ".join(str(message or "").split())[:300]
+    return " ".join(str(message or "").split())
 
 
 class RedfishSession:
@@ -126,7 +126,7 @@ class RedfishSession:
                 raise RedfishHTTPError(f"redfish {self.address}: credentials refused (HTTP {e.code})", e.code) from None
             if 300 <= e.code < 400:
                 raise RedfishHTTPError(f"redfish {method} {url}: HTTP {e.code} redirect not followed (credentials stay with {self.address})", e.code) from None
-            said = _service_message(e)
+            said = redact(_service_message(e), self.secrets)[:300]  # redacted before it is cut: no half secret survives
             raise RedfishHTTPError(redact(f"redfish {method} {url}: HTTP {e.code} {e.reason}" + (f": {said}" if said else ""), self.secrets), e.code) from None
         except URLError as e:
             raise PowerError(redact(f"redfish {self.address} unreachable: {e.reason}", self.secrets)) from None
