@@ -27,6 +27,12 @@ description:
   - Right before the taint it reads the Node list once more and re-checks storm, control plane and quorum, the node's UID
     and its Lease on that read; the taint is written against that read's resourceVersion. Nodes running etcd (an etcd
     static pod, or the C(node-role.kubernetes.io/etcd) label of RKE2 and k3s) count as control plane.
+  - With O(power_event_time) (a BMC said the node powered off; the power-event path) the node may still be Ready in the
+    API. NotReady is not waited for; instead the event time must be valid and recent, the node's Lease not renewed
+    since it and older than one renew interval (a quarter of the kubelet's nodeLeaseDurationSeconds, from the applied
+    profile, 10 s stock) plus O(lease_margin_seconds), and O(power) must read Off twice with its identity shown.
+    Storm, quorum, lock and control-plane rules apply as always, the target counting as unhealthy. A BMC reading On,
+    or a Lease renewed after the event, is refused. Needs C(powerEventPath) in the admission policy if bound.
   - A resumed run proves again before it acts (same Node UID, not back, power still Off), and every force-delete and
     VolumeAttachment deletion needs a power-off proof at most O(proof_max_age_seconds) old.
   - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
@@ -76,12 +82,26 @@ options:
       - Seconds beyond the Lease's own duration before it counts as stale.
       - Unset, it comes from the applied profile like O(not_ready_seconds), else 10.
     type: int
+  power_event_time:
+    description:
+      - The time of the power event that started this run (RFC 3339 with a zone, like V(2026-11-23T08:00:00Z)): the
+        power-event path, see the description. Unset, the heartbeat path (NotReady and a stale Lease).
+      - The event only starts the run; nothing in it is proof. Refused when malformed, more than 30 s in the future,
+        or older than O(power_event_max_age_seconds). The record, history and Events say C(trigger) C(power-event)
+        with this time.
+    type: str
+  power_event_max_age_seconds:
+    description: Oldest power event (by O(power_event_time)) that may start the power-event path.
+    type: int
+    default: 300
   proof_timeout:
     description:
       - Seconds to keep re-checking the proofs, every O(poll_interval), while one does not hold yet
         (NotReady for too short a time, Lease not stale yet, power not Off yet), holding the node's lock.
         For automation started at the first NotReady. V(0) refuses at once.
-      - A node that is Ready in the API is refused at once, without waiting. Check mode never waits.
+      - On the power-event path it waits for the Lease to age past one renew interval plus the margin.
+      - A node that is Ready in the API is refused at once, without waiting (on the power-event path: a node that turns
+        Ready again or renews its Lease). Check mode never waits.
     type: int
     default: 0
   max_unhealthy:
@@ -101,7 +121,9 @@ options:
     type: bool
     default: false
   fence:
-    description: Power the node off out of band before the power proof (action off only, never reboot).
+    description:
+      - Power the node off out of band before the power proof (action off only, never reboot).
+      - Not used on the power-event path (the event says Off; a reading of On refuses).
     type: bool
     default: false
   fence_retries:
@@ -208,6 +230,13 @@ EXAMPLES = r"""
       # fence_ipmilan has no plug, so it cannot show which machine it controls: say why that is acceptable
       identity_unverifiable_reason: BMC 10.0.0.53 is cabled to worker3 only, checked 2026-11-01 (ticket OPS-4700)
 
+- name: Power-event path, as the rulebook power-events.yml starts it (the node may still be Ready)
+  nodeguard.failover.node_outage:
+    node: worker3
+    power_event_time: "2026-11-23T08:00:00Z"
+    proof_timeout: 30
+    power: "{{ hostvars['worker3'].bmc }}"
+
 - name: Manual attestation (recorded), when no BMC is reachable; valid for this node and one window only
   nodeguard.failover.node_outage:
     node: worker3
@@ -241,7 +270,9 @@ tainted:
   returned: always
   type: bool
 proofs:
-  description: The three power-off proofs, each with name, ok and detail.
+  description:
+    - The power-off proofs, each with name, ok and detail; V(not-ready), V(lease-stale) and V(power-off), or on the
+      power-event path V(lease-silent) and V(power-off).
   returned: always
   type: list
   elements: dict
@@ -257,6 +288,7 @@ timing:
   description:
     - The O(not_ready_seconds) and O(lease_margin_seconds) used, the source of each (V(explicit), V(applied-profile)
       or V(stock)) and C(detail), one line that says where they came from.
+    - On the power-event path also C(lease_renew_interval) (C(seconds), C(source), C(detail)).
   returned: always
   type: dict
 plan:
@@ -328,6 +360,8 @@ OPTIONS = {
     "replacement_timeout": {"type": "int", "default": 600},
     "poll_interval": {"type": "int", "default": 2},
     "proof_max_age_seconds": {"type": "int", "default": 60},
+    "power_event_time": {"type": "str"},
+    "power_event_max_age_seconds": {"type": "int", "default": 300},
 }
 
 # The power option is optional here: the safety rules come first, then a missing one is refused clearly.
@@ -344,11 +378,16 @@ def main():
         cluster = cluster_for(module)
         # Timing defaults from the profile tune-failover applied; explicit options win (docs/runbooks/node-outage.md).
         profile = None
-        if p["not_ready_seconds"] is None or p["lease_margin_seconds"] is None:
+        event_path = p["power_event_time"] is not None
+        if p["not_ready_seconds"] is None or p["lease_margin_seconds"] is None or event_path:
             profile = applied.read(cluster.get_config_map(applied.NAMESPACE, applied.NAME))
         timing = applied.resolve_timing(p["not_ready_seconds"], p["lease_margin_seconds"], profile)
         given = {name: p[name] for name in OPTIONS if name != "job_id"}
         given.update({key: timing[key] for key in applied.TIMING_KEYS})
+        if event_path:
+            timing["lease_renew_interval"] = applied.resolve_lease_renew_interval(profile)
+            timing["detail"] += f"; {timing['lease_renew_interval']['detail']}"
+            given["lease_renew_interval"] = timing["lease_renew_interval"]["seconds"]
         options = OutageOptions(**given, job_id=p["job_id"] or default_job_id())
         run = OutageRun(cluster, power, options, Clock(), module.check_mode)
         result = run.run()

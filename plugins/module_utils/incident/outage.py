@@ -14,14 +14,20 @@ After the taint every step edge is recorded on the Node (conditional writes) and
 and copied into the node's durable history, so a rerun continues where a crash stopped, and node-recover
 knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
 Before each destructive step the power-off proof must be at most ``proof_max_age_seconds`` old, or is read again.
+
+The power-event path (``power_event_time`` set: a BMC said the node powered off) proves the same way without
+waiting for NotReady: the event time is checked (power_event.py), the Lease must be silent since the event
+(proofs.prove_lease_silent) and the BMC must read Off twice with identity; a BMC reading On refuses. The node may
+still be Ready in the API: that Ready (the transition the run first saw) is not a sign of life, a newer one is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, replacements, safety
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, replacements, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
@@ -43,12 +49,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
     Proof,
+    prove_lease_silent,
     prove_lease_stale,
     prove_not_ready,
     prove_power_off,
     require_all,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import parse_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
@@ -82,6 +89,11 @@ class OutageOptions:
     replacement_timeout: int = 600
     poll_interval: float = 2.0
     proof_max_age_seconds: int = 60
+    # The power-event path: the event's RFC 3339 time (None: the heartbeat path), how old it may be, and how
+    # often a live kubelet renews its Lease (the module resolves it from the applied profile, model/applied.py).
+    power_event_time: str | None = None
+    power_event_max_age_seconds: int = power_event.DEFAULT_MAX_AGE_SECONDS
+    lease_renew_interval: float = 10.0
 
 
 class _RenewingClock:
@@ -113,6 +125,9 @@ class OutageRun:
         self.lease_seen = False
         self.lease_baseline = None  # renewTime of the node's Lease when this run first looked (API clock)
         self.power_proven_at = None  # local time of the last power-off proof
+        # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
+        self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
+        self.ready_baseline = None
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -161,11 +176,12 @@ class OutageRun:
         """Control plane (etcd members included), quorum and storm, on one Node list."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
         safety.check_control_plane(node, nodes, self.o.allow_control_plane, etcd)
-        safety.check_storm(nodes, self.o.max_unhealthy)
+        safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node,))
 
     def _back(self, node: dict, lease) -> str:
-        """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline."""
-        if is_ready(node):
+        """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.
+        On the power-event path the Ready the run first saw is stale news, not life: only a newer one counts."""
+        if is_ready(node) and not (self.event_time is not None and ready_since(node) == self.ready_baseline):
             return "became Ready"
         if lease_renewed_since(lease, self.lease_baseline):
             renewed = ((lease or {}).get("spec") or {}).get("renewTime")
@@ -185,13 +201,18 @@ class OutageRun:
                 f"an earlier run on {self.o.node} stopped because the node came back (incident {self.record.get('id')}); run node-recover",
             )
         if action in (records.FRESH, records.ADOPT):
+            if self.event_time is not None:
+                power_event.check_event_age(self.event_time, self.clock.now(), self.o.power_event_max_age_seconds)
             self._check_safety(node, self.cluster.list_nodes())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:
                 self.lease_baseline = lease_renew_time(self.cluster.get_node_lease(self.o.node))
+                self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
             self.lease_baseline = parse_time(self.record.get("lease_renew_time"))
+            # The incident's own trigger decides how "back" is judged, not the option of this run.
+            self.event_time, self.ready_baseline = records.power_event_of(self.record)
         if self.power is None:
             # After the safety rules on purpose: a control-plane node is refused for that reason first.
             raise RefusedError(
@@ -216,6 +237,8 @@ class OutageRun:
 
         Power counts only from a device shown to be this node's (power/identity.py), and Off only when it
         holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
+        if self.event_time is not None:
+            return self._prove_power_event(node)
         now = self.clock.now()
         proofs = [
             prove_not_ready(node, now, self.o.not_ready_seconds),
@@ -245,6 +268,30 @@ class OutageRun:
         self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
         if identity is not None:
             self.facts["power"]["identity"] = identity.as_dict()
+        self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
+        require_all(proofs)
+        return proofs
+
+    def _prove_power_event(self, node: dict) -> list:
+        """The power-event path's proofs (power_event.py): the Lease silent since the event, then the BMC Off
+        twice with identity. Never fences: the event says Off, a reading of On contradicts it and refuses."""
+        lease = self.cluster.get_node_lease(self.o.node)
+        power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
+        proofs = [prove_lease_silent(lease, self.clock.now(), self.o.lease_renew_interval, self.o.lease_margin_seconds)]
+        reading, error, identity = self._read_power(node, confirm=proofs[0].ok)
+        proofs.append(prove_power_off(reading, error, identity))
+        self.facts["proofs"] = [p.as_dict() for p in proofs]
+        self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
+        if identity is not None:
+            self.facts["power"]["identity"] = identity.as_dict()
+        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
+            raise RefusedError(
+                "power-on",
+                f"{reading.method} of {self.o.node} reads power ON now ({reading.detail}), although a power event said Off at "
+                f"{format_time(self.event_time)}: the node may run; nothing was changed",
+            )
+        if self.o.fence:
+            self.facts["fence"] = "not used on the power-event path: the event says Off, the proof reads it"
         self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
         require_all(proofs)
         return proofs
@@ -308,8 +355,9 @@ class OutageRun:
         node = self._prove_in_time(node)
         proven = self.clock.now()
         self.power_proven_at = proven
-        rec = records.new(node, self.o.job_id, started, ready_since(node))
+        rec = records.new(node, self.o.job_id, started, None if is_ready(node) else ready_since(node))
         rec["lock_holder"] = self.lock.identity
+        records.set_trigger(rec, self.event_time, self.ready_baseline)
         records.start_step(rec, "prove", started)
         records.end_step(rec, "prove", proven)
         if "fence_times" in self.facts:
@@ -337,7 +385,8 @@ class OutageRun:
         )
         self.recorder.event(
             "FailoverTainted",
-            f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']})",
+            f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']}, "
+            f"trigger {records.trigger_text(rec)})",
         )
         return node
 
@@ -385,7 +434,18 @@ class OutageRun:
                 return self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
                 continue  # the node changed (status update?): re-read and re-check everything
+            except ClusterError as e:  # e.g. the admission policy (deploy/admission/) denied the taint: its message
+                raise RefusedError("taint-refused", self._taint_refused(e)) from e
         raise RefusedError("busy-node", f"{self.o.node} kept changing while tainting; nothing was changed, retry")
+
+    def _taint_refused(self, error) -> str:
+        text = f"the API did not take the taint and its record (one write): {error}"
+        if self.event_time is not None:
+            text += (
+                ". On the power-event path the node may still be Ready: the admission policy nodeguard-out-of-service-taint "
+                "allows that only with powerEventPath true (docs/runbooks/node-outage.md)"
+            )
+        return text
 
     # -- steps after the taint ------------------------------------------------------------------
     def _continue(self, node: dict) -> None:

@@ -13,7 +13,7 @@ import json
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint, identity
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
 
 ANNOTATION = "failover.nodeguard.io/incident"
 PHASE_ANNOTATION = "failover.nodeguard.io/phase"
@@ -69,6 +69,32 @@ def new(node: dict, job_id: str, now: float, first_not_ready) -> dict:
 def set_identity(record: dict, node: dict) -> None:
     record["node_uid"] = node["metadata"].get("uid")
     record["identity"] = identity(node)
+
+
+def set_trigger(record: dict, event_time=None, ready_since=None) -> None:
+    """What started the incident: ``trigger`` heartbeat (NotReady, stale Lease) or power-event, and for the
+    latter ``power_event`` with the event ``time`` and ``ready_since`` (the Ready transition the run first
+    saw while the node was still Ready in the API, else null). A resumed run judges "back" by them."""
+    if event_time is None:
+        record["trigger"] = "heartbeat"
+        return
+    record["trigger"] = "power-event"
+    record["power_event"] = {"time": format_time(event_time), "ready_since": format_time(ready_since) if ready_since else None}
+
+
+def power_event_of(record: dict) -> tuple:
+    """(event time, ready_since) as epoch seconds for a power-event incident, (None, None) otherwise."""
+    if record.get("trigger") != "power-event":
+        return None, None
+    event = record.get("power_event") or {}
+    return parse_time(event.get("time")), parse_time(event.get("ready_since"))
+
+
+def trigger_text(record: dict) -> str:
+    """One phrase for Events and messages: 'power-event at <time>' or 'heartbeat'."""
+    if record.get("trigger") == "power-event":
+        return f"power-event at {(record.get('power_event') or {}).get('time')}"
+    return record.get("trigger") or "heartbeat"
 
 
 def start_step(record: dict, step: str, now: float) -> None:

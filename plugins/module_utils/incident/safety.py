@@ -3,6 +3,7 @@
 """Safety rules checked before any proof: they refuse runs that would make things worse.
 
 - storm: too many nodes NotReady at once is an apiserver/load-balancer problem, not dead machines.
+  The target node counts as unhealthy even while it is still Ready (the power-event path).
 - control-plane: refused unless allowed, never if the remaining control plane would lose etcd quorum.
   Nodes that run etcd (an etcd static pod, or the RKE2/k3s etcd role label) count as control plane.
 - one-control-plane-at-a-time: never two control-plane nodes out of service together.
@@ -40,8 +41,10 @@ def allowed_unhealthy(max_unhealthy, total: int) -> int:
     return value
 
 
-def check_storm(nodes: list, max_unhealthy) -> None:
-    unhealthy = sorted(n["metadata"]["name"] for n in nodes if not is_ready(n))
+def check_storm(nodes: list, max_unhealthy, down=()) -> None:
+    """``down``: names counted as unhealthy whatever their Ready condition says (the target of a run, which
+    on the power-event path may still be Ready in the API)."""
+    unhealthy = sorted(n["metadata"]["name"] for n in nodes if not is_ready(n) or n["metadata"]["name"] in down)
     allowed = allowed_unhealthy(max_unhealthy, len(nodes))
     if len(unhealthy) > allowed:
         raise RefusedError(

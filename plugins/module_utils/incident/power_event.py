@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The power-event path's own checks: the event time it was started with, and the Lease against it.
+
+A BMC's power event (Redfish ResourcePoweredOff, or a polled On -> Off) only STARTS a run; nothing in it
+is proof. The run then proves, instead of NotReady in the API (the node may still be Ready there):
+
+- the event time is a well-formed RFC 3339 time, not in the future (beyond MAX_CLOCK_SKEW_SECONDS) and
+  not older than power_event_max_age_seconds (a replayed or stale event starts nothing);
+- the node's Lease was not renewed after the event time (a renewal after it means the kubelet lived:
+  refused, naming both times), and its last renewal is older than one renew interval plus a margin, so a
+  live kubelet would have renewed it since (proofs.prove_lease_silent);
+- the BMC reads Off twice with its identity shown (power/identity.py), as on every path; On is a refusal.
+
+The renewTime is the kubelet's clock and the event time the BMC's: with clocks apart, a renewal just
+before the power-off can look like one after it. That refuses (the safe direction); keep clocks in sync.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import lease_renew_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
+
+TRIGGER = "power-event"
+HEARTBEAT = "heartbeat"
+MAX_CLOCK_SKEW_SECONDS = 30
+DEFAULT_MAX_AGE_SECONDS = 300
+
+# RFC 3339 date-time with a time zone (Z or an offset); fractions up to nanoseconds.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def parse_event_time(text) -> float:
+    """Epoch seconds of a power event time; refused (rule ``power-event-time``) unless RFC 3339 with a zone."""
+    if not isinstance(text, str) or not _RFC3339.match(text):
+        raise RefusedError(
+            "power-event-time",
+            f"power_event_time {text!r} is not an RFC 3339 time with a zone (like 2026-11-23T08:00:00Z); nothing was changed",
+        )
+    try:
+        return parse_time(text.upper())
+    except ValueError as e:
+        raise RefusedError("power-event-time", f"power_event_time {text!r} is not a valid time ({e}); nothing was changed") from e
+
+
+def check_event_age(event_time: float, now: float, max_age_seconds: float) -> None:
+    """Refuse an event from the future (more than MAX_CLOCK_SKEW_SECONDS ahead) or older than ``max_age_seconds``."""
+    shown = format_time(event_time)
+    if event_time - now > MAX_CLOCK_SKEW_SECONDS:
+        raise RefusedError(
+            "power-event-time",
+            f"the power event time {shown} is {event_time - now:.0f}s in the future (more than {MAX_CLOCK_SKEW_SECONDS}s of clock "
+            "skew): check the BMC's and this controller's clocks; nothing was changed",
+        )
+    if now - event_time > max_age_seconds:
+        raise RefusedError(
+            "power-event-time",
+            f"the power event at {shown} is {now - event_time:.0f}s old, older than power_event_max_age_seconds "
+            f"({max_age_seconds:.0f}s): a stale or replayed event starts nothing; the heartbeat path still applies. "
+            "Nothing was changed",
+        )
+
+
+def check_lease_not_renewed_since(lease, event_time: float, node: str) -> None:
+    """Refuse (rule ``lease-renewed``) when the node's Lease was renewed after the power event: its kubelet lived."""
+    renewed = lease_renew_time(lease)
+    if renewed is not None and renewed > event_time:
+        raise RefusedError(
+            "lease-renewed",
+            f"the Lease of {node} was renewed at {format_time(renewed)}, after the power event at {format_time(event_time)}: "
+            "its kubelet lived after the event (or the clocks of BMC and node disagree); nothing was changed",
+        )
