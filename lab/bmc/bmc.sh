@@ -10,7 +10,9 @@
 #   lab/bmc/bmc.sh down             stop every BMC process and remove the state (keys, credentials)
 #
 # Environment: NODEGUARD_BMC_STATE_DIR (default lab/.state/bmc), NODEGUARD_BMC_PORT (Redfish, 8443),
-# NODEGUARD_BMC_IPMI_PORT (first node's UDP port, 6230; next nodes +1; 0 = no IPMI).
+# NODEGUARD_BMC_IPMI_PORT (first node's UDP port, 6230; next nodes +1; 0 = no IPMI),
+# NODEGUARD_BMC_EVENT_CA (CA file that Redfish event receivers must chain to; default: the state
+# directory's event-ca.pem when it exists, else the system trust store).
 # Tests run a private instance with their own state dir and ports, so they never touch the lab's.
 set -euo pipefail
 
@@ -223,8 +225,10 @@ cmd_up() {
   mkdir -p "$state"
   chmod 0700 "$state"
   ensure_tls
+  local event_ca=()
+  [ -z "${NODEGUARD_BMC_EVENT_CA:-}" ] || event_ca=(--event-ca "$NODEGUARD_BMC_EVENT_CA")
   "$python" "$here/write_config.py" --state "$state" --listen "$listen_ip" \
-    --redfish-port "$redfish_port" --ipmi-port "$ipmi_port" "$@"
+    --redfish-port "$redfish_port" --ipmi-port "$ipmi_port" "${event_ca[@]}" "$@"
   ensure_redfish
   remove_other_ipmi "$@"
   if [ "$ipmi_port" != 0 ]; then

@@ -1,8 +1,10 @@
 """Write the lab BMCs' configuration: sushy-tools config and auth file, ipmi_sim lan.conf per node,
 and endpoints.json (per node, the host variables `bmc` and `bmc_ipmi` for the inventory).
 
-Usage: write_config.py --state DIR --listen IP --redfish-port N [--ipmi-port N] NODE...
+Usage: write_config.py --state DIR --listen IP --redfish-port N [--ipmi-port N] [--event-ca FILE] NODE...
 --ipmi-port is the first node's UDP port (next nodes: +1 each, in sorted order); 0 = no IPMI.
+--event-ca: the CA file event receivers must chain to (default: DIR/event-ca.pem if it exists,
+else the system trust store).
 
 The test credentials are generated on first use (credentials.json) and kept until
 `bmc.sh down` removes the state directory, so rerunning `bmc.sh up` changes nothing.
@@ -61,7 +63,8 @@ def write_htpasswd(state: Path, creds: dict[str, str]) -> Path:
     return path
 
 
-def sushy_config(state: Path, listen_ip: str, port: int, nodes: list[str], auth_file: Path) -> str:
+def sushy_config(state: Path, listen_ip: str, port: int, nodes: list[str], auth_file: Path,
+                 event_ca: Path | None = None) -> str:
     systems = [
         {"uuid": str(system_uuid(node)), "name": node, "container": node,
          "power_state": "Off", "external_notifier": False, "nics": []}
@@ -78,6 +81,13 @@ def sushy_config(state: Path, listen_ip: str, port: int, nodes: list[str], auth_
         "SUSHY_EMULATOR_FAKE_SYSTEMS": systems,
         # No disks, but an empty collection rather than sushy-tools' 500 for a system it has no storage for.
         "SUSHY_EMULATOR_STORAGE": {system["uuid"]: [] for system in systems},
+        # The EventService (redfish_events.py): subscriptions outside sushy-state (bmc.sh clears that
+        # at each restart); event receivers verified against NODEGUARD_BMC_EVENT_CA when it was given
+        # (a missing file then fails the delivery), else against event-ca.pem in the state directory
+        # when it exists, else against the system trust store.
+        "NODEGUARD_BMC_EVENT_SUBSCRIPTIONS": str(state / "event-subscriptions.json"),
+        "NODEGUARD_BMC_EVENT_CA": str(event_ca or state / "event-ca.pem"),
+        "NODEGUARD_BMC_EVENT_CA_REQUIRED": event_ca is not None,
     }
     lines = ["# Written by lab/bmc/write_config.py; sushy-tools reads it as Python."]
     lines += [f"{key} = {value!r}" for key, value in settings.items()]
@@ -138,9 +148,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--listen", required=True)
     parser.add_argument("--redfish-port", type=int, required=True)
     parser.add_argument("--ipmi-port", type=int, default=0)
+    parser.add_argument("--event-ca", type=Path, help="CA file the event receivers' certificates must chain to")
     parser.add_argument("nodes", nargs="+")
     args = parser.parse_args(argv)
     args.state = args.state.resolve()
+    args.event_ca = args.event_ca.resolve() if args.event_ca else None
     args.nodes = sorted(set(args.nodes))
     return args
 
@@ -150,7 +162,8 @@ def main(argv: list[str]) -> int:
     state = args.state
     creds = credentials(state)
     auth_file = write_htpasswd(state, creds)
-    write_private(state / "sushy.conf", sushy_config(state, args.listen, args.redfish_port, args.nodes, auth_file))
+    write_private(state / "sushy.conf", sushy_config(state, args.listen, args.redfish_port, args.nodes, auth_file,
+                                                             args.event_ca))
     if args.ipmi_port:
         for index, node in enumerate(args.nodes):
             write_private(state / "ipmi" / node / "lan.conf",

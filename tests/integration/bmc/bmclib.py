@@ -10,7 +10,7 @@ import socket
 import subprocess
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[3]
@@ -122,6 +122,7 @@ class Bmc:
     port: int
     ipmi_port: int
     nodes: list[str]
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def env(self) -> dict[str, str]:
@@ -130,6 +131,7 @@ class Bmc:
             "NODEGUARD_BMC_STATE_DIR": str(self.state_dir),
             "NODEGUARD_BMC_PORT": str(self.port),
             "NODEGUARD_BMC_IPMI_PORT": str(self.ipmi_port),
+            **self.extra_env,
         }
 
     def sh(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -168,8 +170,10 @@ class Bmc:
         )
 
 
-def start_bmc(state_dir: Path, nodes: list[str]) -> Bmc:
-    bmc = Bmc(state_dir=state_dir, port=free_port(), ipmi_port=free_udp_ports(len(nodes) + 2), nodes=nodes)  # room to add nodes
+def start_bmc(state_dir: Path, nodes: list[str], ipmi: bool = True, extra_env: dict[str, str] | None = None) -> Bmc:
+    """A private BMC; ipmi=False: Redfish only. extra_env: more bmc.sh settings (NODEGUARD_BMC_EVENT_CA)."""
+    ipmi_port = free_udp_ports(len(nodes) + 2) if ipmi else 0  # room to add nodes
+    bmc = Bmc(state_dir=state_dir, port=free_port(), ipmi_port=ipmi_port, nodes=nodes, extra_env=extra_env or {})
     result = bmc.sh("up", *nodes, check=False)
     if result.returncode != 0:
         bmc.sh("down", check=False)  # what did start (Redfish, earlier simulators) must not outlive the test
