@@ -1,0 +1,105 @@
+"""The shipped power-event rulebooks and their vars: only checked values go to node-outage (with the event's time),
+PoweringOff and On only log, refusals come first, no job id, no node acted on by default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+EDA = REPO / "extensions" / "eda"
+RULEBOOKS = ["power-events", "power-poll"]
+# Event fields made or checked by the filter redfish_power_events / the source bmc_power_poll, and the internal
+# request the dedupe rule builds from them.
+CHECKED = {"event.nodeguard_power_event.node", "event.nodeguard_power_event.time", "event.outage_nodes", "event.time", "event.node"}
+
+
+def ruleset(name: str) -> dict:
+    (only,) = yaml.safe_load((EDA / "rulebooks" / f"{name}.yml").read_text())
+    return only
+
+
+def variables(name: str) -> dict:
+    return yaml.safe_load((EDA / "vars" / f"{name}.yml").read_text())
+
+
+def expressions(value) -> list[str]:
+    if isinstance(value, str):
+        return [e.strip() for e in re.findall(r"{{(.*?)}}", value)]
+    if isinstance(value, dict):
+        return [e for v in value.values() for e in expressions(v)]
+    if isinstance(value, list):
+        return [e for v in value for e in expressions(v)]
+    return []
+
+
+@pytest.mark.parametrize("name", RULEBOOKS)
+def test_node_outage_gets_only_checked_values_and_the_event_time(name: str) -> None:
+    rules = ruleset(name)["rules"]
+    runs = [r["action"]["run_playbook"] for r in rules if "run_playbook" in r["action"]]
+    posts = [r["action"]["post_event"]["event"] for r in rules if "post_event" in r["action"]]
+    (run,) = runs
+    assert run["name"] == "{{ nodeguard_outage_playbook }}"
+    assert run["extra_vars"] == {"outage_nodes": "{{ event.outage_nodes }}", "node_outage_power_event_time": "{{ event.time }}"}
+    (post,) = posts
+    assert post["outage_nodes"] == "{{ [event.nodeguard_power_event.node] }}"  # a one-element list: "123" stays a string
+    for expression in expressions(run) + expressions(post):
+        used = set(re.findall(r"event\.[a-z_.]+", expression))
+        assert used <= CHECKED, f"{expression!r} passes an unchecked event field"
+        assert "|" not in expression
+
+
+@pytest.mark.parametrize("name", RULEBOOKS)
+def test_only_powered_off_acts_deduped_per_event_and_cooled_down_per_node(name: str) -> None:
+    rules = ruleset(name)["rules"]
+    acting = [r for r in rules if set(r["action"]) != {"debug"}]
+    assert [r["condition"] for r in acting] == ['event.nodeguard_power_event.state == "Off"', 'event.nodeguard_request == "power-event-outage"']
+    dedupe, cooldown = (r["throttle"] for r in acting)
+    assert dedupe["group_by_attributes"] == ["event.nodeguard_power_event.node", "event.nodeguard_power_event.time"]
+    assert (cooldown["group_by_attributes"], cooldown["once_within"]) == (["event.node"], "30 minutes")
+    # the lists and the other states are decided before the acting rules (the first match decides)
+    first_acting = rules.index(acting[0])
+    for condition in ("nodeguard_deny_nodes", "nodeguard_allow_nodes", 'state == "On"'):
+        (index,) = [i for i, r in enumerate(rules) if condition in r["condition"]]
+        assert index < first_acting and set(rules[index]["action"]) == {"debug"}
+    assert not any("job_id" in str(r["action"]) for r in rules)
+
+
+def test_powering_off_waits_for_powered_off() -> None:
+    (rule,) = [r for r in ruleset("power-events")["rules"] if "PoweringOff" in r["condition"]]
+    assert set(rule["action"]) == {"debug"}
+
+
+def test_refusals_are_decided_first_and_only_logged() -> None:
+    first = ruleset("power-events")["rules"][0]
+    assert first["condition"] == "event.nodeguard_refused is defined"
+    assert set(first["action"]) == {"debug"}
+
+
+def test_the_webhook_is_filtered_by_the_mapping_read_from_the_vars_file() -> None:
+    (source,) = ruleset("power-events")["sources"]
+    webhook = source["eda.builtin.webhook"]
+    assert webhook["token"] == "{{ NODEGUARD_EDA_TOKEN }}" and webhook["certfile"] and webhook["keyfile"]
+    assert source["filters"] == [{"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS"}}]
+
+
+def test_the_poll_source_is_configured_from_the_vars() -> None:
+    (source,) = ruleset("power-poll")["sources"]
+    assert source["nodeguard.failover.bmc_power_poll"] == {
+        "bmcs": "{{ nodeguard_power_poll_bmcs }}",
+        "interval": "{{ nodeguard_power_poll_interval }}",
+        "max_concurrency": "{{ nodeguard_power_poll_max_concurrency }}",
+    }
+
+
+@pytest.mark.parametrize("name", RULEBOOKS)
+def test_nothing_is_mapped_or_allowed_by_default(name: str) -> None:
+    values = variables(name)
+    assert values["nodeguard_allow_nodes"] == [] and values["nodeguard_deny_nodes"] == []
+    assert values.get("nodeguard_power_event_bmcs", []) == [] and values.get("nodeguard_power_poll_bmcs", []) == []
+    assert values["nodeguard_outage_playbook"] == "nodeguard.failover.node_outage"
+    used = {v for e in expressions(ruleset(name)) for v in re.findall(r"(?<![.\w])(nodeguard_[a-z_]+)", e)}
+    assert used <= set(values), f"variables used but not in vars/{name}.yml: {used - set(values)}"
