@@ -29,8 +29,9 @@ HEARTBEAT = "heartbeat"
 MAX_CLOCK_SKEW_SECONDS = 30
 DEFAULT_MAX_AGE_SECONDS = 300
 
-# RFC 3339 date-time with a time zone (Z or an offset); fractions up to nanoseconds.
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
+# RFC 3339 date-time with a time zone (Z or an offset); fractions up to nanoseconds. A space for the T, as
+# RFC 3339 allows: an unquoted time in a YAML vars file reaches the module as str(datetime), with a space.
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 
 
 def parse_event_time(text) -> float:

@@ -123,7 +123,7 @@ def test_a_node_turning_ready_again_after_the_event_stops_the_wait():
 # -- bad input: each refused, naming the reason, nothing changed ----------------------------------
 
 
-@pytest.mark.parametrize("text", ["yesterday", "2026-11-23", "2026-11-23 08:00:00Z", "2026-11-23T08:00:00", "2026-13-40T08:00:00Z", ""])
+@pytest.mark.parametrize("text", ["yesterday", "2026-11-23", "2026-11-23T08:00", "2026-11-23T08:00:00", "2026-13-40T08:00:00Z", ""])
 def test_a_malformed_event_time_is_refused(text):
     cluster, clock, power, _event = event_setup()
     refused_without_change(cluster, clock, power, text, RefusedError, r"power-event-time.*RFC 3339|power-event-time.*not a valid time")
@@ -226,6 +226,8 @@ def test_an_admission_denial_is_reported_with_the_apis_message():
 
 def test_event_times_with_offsets_and_fractions_are_read():
     assert parse_event_time("2026-11-23T09:00:00.123456789+01:00") == pytest.approx(parse_event_time("2026-11-23T08:00:00.123456Z"))
+    # an unquoted YAML timestamp in a vars file reaches the module as str(datetime)
+    assert parse_event_time("2026-11-23 08:00:00+00:00") == parse_event_time("2026-11-23T08:00:00Z")
 
 
 def test_the_lease_silent_proof():
