@@ -5,6 +5,9 @@ request, so each test can prove what was and was not sent.
 """
 
 import json
+import os
+import pathlib
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -13,6 +16,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish_a
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish_events import check_desired, plan
 from ansible_collections.nodeguard.failover.plugins.modules import redfish_event_subscription, redfish_event_subscription_info
 
+REPO = pathlib.Path(__file__).resolve().parents[3]
 PASSWORD = "bmc-Pa55-never-shown"
 TOKEN = "rulebook-token-never-shown"
 SUBS = "/redfish/v1/EventService/Subscriptions"
@@ -298,3 +302,49 @@ def test_through_real_ansible_the_token_and_password_never_reach_the_output(ansi
     result = ansible_adhoc("redfish_event_subscription", args(bmc), check=True)
     assert result.get("changed") is True and not result.get("failed"), result
     assert no_secret(result)
+
+
+# -- playbooks/power-event-subscriptions.yml, run for real against the fake -------------------------------------------------
+
+
+def run_playbook(tmp_path, bmc, **extra):
+    inventory = {"all": {"hosts": {
+        "ng-worker1": {"bmc": {"type": "redfish", "address": bmc.url, "system_id": "ng-worker1", "username": "admin",
+                               "password": PASSWORD, "allow_insecure_http": True, "timeout": 5}},
+        "ng-worker2": {"bmc": {"type": "redfish", "address": bmc.url, "system_id": "ng-worker2", "username": "admin",
+                               "password": PASSWORD, "allow_insecure_http": True, "timeout": 5}},
+        "ng-worker3": {"bmc": {"type": "ipmi", "address": "127.0.0.1"}},
+        "ng-cp1": {},
+    }}}
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), NODEGUARD_EDA_TOKEN=TOKEN, ANSIBLE_LOCALHOST_WARNING="0",
+               ANSIBLE_PYTHON_INTERPRETER=str(REPO / ".venv" / "bin" / "python"))
+    extra = dict({"power_event_subscriptions_destination": DEST}, **extra)
+    done = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
+                           str(REPO / "playbooks" / "power-event-subscriptions.yml"), "--diff", "-e", json.dumps(extra)],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_the_playbook_subscribes_each_redfish_bmc_for_its_own_node_once(tmp_path, bmc):
+    rc, output = run_playbook(tmp_path, bmc)
+    assert rc == 0, output
+    assert sorted((s["Context"], s["OriginResources"][0]["@odata.id"], s["HttpHeaders"][0]["Authorization"]) for s in bmc.subs.values()) == [
+        ("nodeguard:ng-worker1", "/redfish/v1/Systems/ng-worker1", f"Bearer {TOKEN}"),
+        ("nodeguard:ng-worker2", "/redfish/v1/Systems/ng-worker2", f"Bearer {TOKEN}"),
+    ]
+    assert TOKEN not in output and PASSWORD not in output
+
+    bmc.requests.clear()
+    rc, output = run_playbook(tmp_path, bmc)
+    assert rc == 0 and changes(bmc) == [] and "changed=0" in output, output
+
+    rc, output = run_playbook(tmp_path, bmc, power_event_subscriptions_state="absent", power_event_subscriptions_limit_nodes="ng-worker2")
+    assert rc == 0, output
+    assert [s["Context"] for s in bmc.subs.values()] == ["nodeguard:ng-worker1"]
+
+
+def test_the_playbook_refuses_a_node_without_a_redfish_bmc_and_changes_nothing(tmp_path, bmc):
+    rc, output = run_playbook(tmp_path, bmc, power_event_subscriptions_limit_nodes=["ng-worker1", "ng-worker3"])
+    assert rc != 0 and "without an inventory host whose bmc has type redfish: ng-worker3" in output
+    assert bmc.requests == []
