@@ -1,5 +1,6 @@
-"""A real ansible-rulebook process running extensions/eda/rulebooks/node-failover.yml, and a client
-that posts Alertmanager webhook payloads to it over TLS with the bearer token, as Alertmanager does."""
+"""A real ansible-rulebook process running extensions/eda/rulebooks/node-failover.yml (or another shipped
+rulebook, e.g. power-events.yml), and a client that posts webhook payloads to it over TLS with the bearer
+token, as Alertmanager (or a BMC's Redfish event subscription) does."""
 
 from __future__ import annotations
 
@@ -93,12 +94,14 @@ def webhook_payload(alerts: list[dict]) -> dict:
 class RulebookProcess:
     """Starts ansible-rulebook on 127.0.0.1 with the shipped rulebook and vars, plus overrides."""
 
-    def __init__(self, workdir: Path, overrides: dict, inventory: Path | None = None, env: dict | None = None):
+    def __init__(self, workdir: Path, overrides: dict, inventory: Path | None = None, env: dict | None = None,
+                 rulebook: Path = RULEBOOK, default_vars: Path = DEFAULT_VARS, ready_line: str | None = None):
+        """``ready_line``: for a rulebook without a webhook, wait for this line in the log instead of the port."""
         self.workdir = workdir
         self.port = free_port()
         self.token = secrets.token_urlsafe(24)
         self.cert, key = make_tls(workdir)
-        variables = yaml.safe_load(DEFAULT_VARS.read_text())
+        variables = yaml.safe_load(default_vars.read_text())
         variables.update(
             nodeguard_eda_listen_host="127.0.0.1",
             nodeguard_eda_listen_port=self.port,
@@ -116,6 +119,7 @@ class RulebookProcess:
         process_env = dict(os.environ)
         process_env.update(
             NODEGUARD_EDA_TOKEN=self.token,
+            NODEGUARD_POWER_EVENT_VARS=str(vars_file),  # the redfish_power_events filter reads its mapping there
             ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
             PATH=f"{VENV_BIN}:{process_env.get('PATH', '')}",
             PYTHONUNBUFFERED="1",
@@ -125,7 +129,7 @@ class RulebookProcess:
             [
                 str(VENV_BIN / "ansible-rulebook"),
                 "-r",
-                str(RULEBOOK),
+                str(rulebook),
                 "-e",
                 str(vars_file),
                 "-E",
@@ -141,13 +145,18 @@ class RulebookProcess:
             stderr=subprocess.STDOUT,
         )
         self._tls = ssl.create_default_context(cafile=str(self.cert))
-        self._wait_listening()
+        self._wait_listening(ready_line)
 
-    def _wait_listening(self) -> None:
+    def _wait_listening(self, ready_line: str | None = None) -> None:
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"ansible-rulebook exited with {self.process.returncode}:\n{self.log()}")
+            if ready_line is not None:
+                if ready_line in self.log():
+                    return
+                time.sleep(0.5)
+                continue
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return
@@ -155,10 +164,10 @@ class RulebookProcess:
                 time.sleep(0.5)
         raise TimeoutError(f"ansible-rulebook did not listen on {self.port} in {STARTUP_TIMEOUT}s:\n{self.log()}")
 
-    def post(self, payload: dict, token: str | None = None) -> int:
+    def post(self, payload: dict, token: str | None = None, path: str = "alerts") -> int:
         """POST like Alertmanager does; returns the HTTP status."""
         request = urllib.request.Request(
-            f"https://127.0.0.1:{self.port}/alerts",
+            f"https://127.0.0.1:{self.port}/{path}",
             data=json.dumps(payload).encode(),
             headers={"Content-Type": "application/json", "Authorization": f"Bearer {token or self.token}"},
             method="POST",
