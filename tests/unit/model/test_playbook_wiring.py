@@ -63,3 +63,16 @@ def test_node_outage_timing_defaults_are_left_to_the_applied_profile():
     defaults = load("roles", "node_outage", "defaults", "main.yml")
     assert defaults["node_outage_not_ready_seconds"] is None
     assert defaults["node_outage_lease_margin_seconds"] is None
+
+
+def test_node_outage_passes_the_power_event_time_only_when_set():
+    # the rulebook power-events.yml sets node_outage_power_event_time; unset, the module runs the heartbeat path
+    defaults = load("roles", "node_outage", "defaults", "main.yml")
+    assert defaults["node_outage_power_event_time"] is None
+    assert defaults["node_outage_power_event_max_age_seconds"] == 300
+    task = load("roles", "node_outage", "tasks", "node.yml")[0]["nodeguard.failover.node_outage"]
+    assert task["power_event_time"] == "{{ node_outage_power_event_time | default(omit, true) }}"
+    assert task["power_event_max_age_seconds"] == "{{ node_outage_power_event_max_age_seconds }}"
+    specs = load("roles", "node_outage", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert specs["node_outage_power_event_time"]["type"] == "str"
+    assert specs["node_outage_power_event_max_age_seconds"]["default"] == 300
