@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The incident timeline, from first NotReady to Ready again, as rows and as a plain-text table."""
+"""The incident timeline, from the power event or the first NotReady to Ready again, as rows and as a plain-text table."""
 
 from __future__ import annotations
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import parse_time
 
 _MILESTONES = (
+    ("power_event", "time", "power event (BMC: Off)"),  # the power-event path only
     ("first_not_ready", None, "node NotReady (first seen)"),
     ("steps", "fence", "fenced (powered off)"),
     ("steps", "prove", "power-off proven"),
@@ -20,12 +21,15 @@ _MILESTONES = (
 
 
 def rows(record: dict) -> list:
-    """[{event, time, seconds}] for the milestones the record has, seconds counted from first NotReady."""
-    origin = parse_time(record.get("first_not_ready"))
+    """[{event, time, seconds}] for the milestones the record has, seconds counted from the power event
+    (power-event path) or the first NotReady."""
+    origin = parse_time((record.get("power_event") or {}).get("time") or record.get("first_not_ready"))
     result = []
     for field, step, label in _MILESTONES:
         if step is None:
             stamp = record.get(field)
+        elif field != "steps":
+            stamp = (record.get(field) or {}).get(step)
         else:
             entry = (record.get("steps") or {}).get(step) or {}
             if entry.get("outcome") == "skipped":

@@ -6,7 +6,7 @@ Every refusal names its reason and changes nothing."""
 
 import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError, ProofError
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint, is_ready
@@ -236,3 +236,12 @@ def test_the_lease_silent_proof():
     assert not prove_lease_silent(lease("w3", T0 - 20), T0, 10, 10).ok  # exactly interval + margin: not older
     proof = prove_lease_silent(lease("w3", T0 - 21), T0, 10, 10)
     assert proof.ok and proof.name == "lease-silent" and "21s ago" in proof.detail
+
+
+def test_the_timeline_of_a_power_event_incident_counts_from_the_event():
+    cluster, clock, power, event = event_setup()
+    run(cluster, clock, power, event)
+    rows = timeline.rows(records.read(cluster.nodes["w3"]))
+    assert rows[0] == {"event": "power event (BMC: Off)", "time": event, "seconds": 0}
+    taint = next(r for r in rows if r["event"] == "out-of-service taint added")
+    assert taint["seconds"] > 20  # the run started 20 s after the event
