@@ -71,7 +71,8 @@ options:
     default: []
   http_headers:
     description:
-      - Headers the BMC sends with each event, for example C(Authorization: Bearer <token>) for the rulebook's webhook.
+      - Headers the BMC sends with each event, for example the header C(Authorization) with value C(Bearer <token>) for the
+        rulebook's webhook.
       - Write-only on every Redfish service. Sent only when the subscription is created; see O(force). Never logged,
         never in a result, diff or message.
     type: dict
