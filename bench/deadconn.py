@@ -1,0 +1,322 @@
+"""Dead TCP connections on the real kernel: how long a client keeps a connection to a powered-off peer.
+
+The seeds' "clients hang for 15 minutes" (seeds/000), measured in the lab and set next to the
+model's prediction (plugins/module_utils/model/tcp.py). Run inside a private lab
+(bench/isolated-lab.sh, 4 workers):
+
+    NODEGUARD_LAB_WORKERS=4 NODEGUARD_BENCH_NAME=ngtcp bench/isolated-lab.sh up
+    NODEGUARD_BENCH_NAME=ngtcp bench/isolated-lab.sh run .venv/bin/python bench/deadconn.py \\
+        --out docs/benchmarks/raw/dead-connections.json
+    .venv/bin/python bench/deadconn.py --table docs/benchmarks/raw/dead-connections.json
+
+For each setting (stock sysctls, each preset's, seeds/000's), in the client worker's network
+namespace (the sysctls are per namespace; the container runs with them as a pod would):
+  1. the server worker runs bench/deadconn_peer.py serve; the client opens `--runs` data
+     connections and `--runs` idle connections with SO_KEEPALIVE, one ping/pong on each;
+  2. the server worker's links go down, then it is powered off through its Redfish BMC
+     (ForceOff = podman kill: its container and network namespace go away). The links go down
+     first because a killed container's kernel closes its sockets with FIN while its link is up,
+     which a machine losing power never does (cut_links);
+  3. the client writes 64 bytes on each data connection (data in flight, never acknowledged)
+     and waits until every socket reports its error:
+       dead_connection_data: from the write until the error (tcp_retries2),
+       dead_connection_idle: from the last segment received (the pong) until the error
+                             (tcp_keepalive_time + tcp_keepalive_intvl x tcp_keepalive_probes);
+  4. the server is powered on again for the next setting.
+The connections of one setting are measured at once (one power-off, separate server ports).
+Two lanes run side by side: the stock setting on workers 1 -> 2 (about 15 minutes), every other
+setting one after the other on workers 3 -> 4. Stock keepalive (7200 s + 9 x 75 s) is not
+measured: it would take 2 h 11 min; its prediction is recorded as such.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+REPO = Path(__file__).resolve().parents[1]
+_COLLECTIONS = REPO / ".build" / "collections"
+if str(_COLLECTIONS) not in sys.path:
+    sys.path.insert(0, str(_COLLECTIONS))
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import tcp  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import preset_timings  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version  # noqa: E402
+
+KUBERNETES_VERSION = "1.35.4"
+STOCK = "kubernetes-default"
+PRESETS = ("balanced", "fast", "aggressive")
+# seeds/000 ("clients hang for 15 minutes"): the values its author set on every node.
+SEED_000 = {"tcp_retries2": 9, "tcp_keepalive_time": 30, "tcp_keepalive_intvl": 30, "tcp_keepalive_probes": 5}
+SETTINGS = (STOCK, *PRESETS, "seed-000")
+# Too long to measure in a benchmark run: predicted, not measured.
+NOT_MEASURED = {(STOCK, "idle"): "stock keepalive is 7200 s + 9 x 75 s = 2 h 11 min"}
+PEER = REPO / "bench" / "deadconn_peer.py"
+PEER_IN_CONTAINER = "/tmp/deadconn_peer.py"
+BMC_ENDPOINTS = REPO / "lab" / ".state" / "bmc" / "endpoints.json"
+DATA_PORT, IDLE_PORT = 7001, 7101
+
+
+def sysctls(setting: str) -> dict:
+    if setting == "seed-000":
+        return dict(SEED_000)
+    timings = preset_timings(setting, parse_version(KUBERNETES_VERSION))
+    return {key: getattr(timings, key) for key in SEED_000}
+
+
+def predictions(values: dict) -> dict:
+    """The model's give-up times (seconds): data from the write, idle from the last segment received."""
+    return {
+        "data": tcp.retransmission_timeout_seconds(values["tcp_retries2"]),
+        "data_latest": round(tcp.retransmission_timeout_seconds(values["tcp_retries2"])
+                             + tcp.next_retransmission_gap(values["tcp_retries2"]), 3),
+        "idle": tcp.keepalive_timeout_seconds(values["tcp_keepalive_time"], values["tcp_keepalive_intvl"],
+                                              values["tcp_keepalive_probes"]),
+    }
+
+
+def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, check=check)
+
+
+def container_state(name: str) -> str:
+    result = podman("container", "inspect", "--format", "{{.State.Status}}", name, check=False)
+    return result.stdout.strip() if result.returncode == 0 else "absent"
+
+
+def wait_state(name: str, want_running: bool, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while (container_state(name) == "running") != want_running:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not become {'running' if want_running else 'off'} in {timeout:.0f}s")
+        time.sleep(0.2)
+
+
+def redfish_reset(node: str, reset_type: str) -> None:
+    """Power through the node's lab BMC (Redfish ComputerSystem.Reset), as an operator's BMC would."""
+    bmc = json.loads(BMC_ENDPOINTS.read_text())[node]["bmc"]
+    url = f"{bmc['address']}/redfish/v1/Systems/{bmc['system_id']}/Actions/ComputerSystem.Reset"
+    response = requests.post(url, json={"ResetType": reset_type}, auth=(bmc["username"], bmc["password"]),
+                             verify=bmc["ca_cert"], timeout=30)
+    response.raise_for_status()
+
+
+def container_ip(name: str) -> str:
+    networks = json.loads(podman("container", "inspect", "--format", "{{json .NetworkSettings.Networks}}",
+                                 name).stdout)
+    return next(iter(networks.values()))["IPAddress"]
+
+
+def log(lane: str, message: str) -> None:
+    print(f"deadconn {time.strftime('%H:%M:%S')} [{lane}] {message}", flush=True)
+
+
+def start_server(server: str, ports: list[int]) -> None:
+    if container_state(server) != "running":
+        redfish_reset(server, "On")
+        wait_state(server, True)
+    podman("cp", str(PEER), f"{server}:{PEER_IN_CONTAINER}")
+    podman("exec", "-d", server, "python3", PEER_IN_CONTAINER, "serve", *map(str, ports))
+
+
+def cut_links(server: str) -> None:
+    """Silence the server's network links, then the BMC powers it off.
+
+    The lab's ForceOff is `podman kill`: the killed processes' sockets are closed by their kernel,
+    which sends FIN (or RST) while the container's link is still up; measured: every connection
+    ended with EOF within 0.5 s. A machine losing power sends nothing, so the links go down first.
+    """
+    podman("exec", server, "sh", "-c", "for dev in $(ls /sys/class/net); do [ $dev = lo ] || ip link set $dev down; done")
+
+
+def set_sysctls(client: str, values: dict) -> None:
+    podman("exec", client, "sysctl", "-q", "-w", *(f"net.ipv4.{key}={value}" for key, value in values.items()))
+
+
+def measure_setting(lane: str, client: str, server: str, setting: str, runs: int) -> list[dict]:
+    values = sysctls(setting)
+    predicted = predictions(values)
+    kinds = [kind for kind in ("data", "idle") if (setting, kind) not in NOT_MEASURED]
+    data_ports = [DATA_PORT + i for i in range(runs)] if "data" in kinds else []
+    idle_ports = [IDLE_PORT + i for i in range(runs)] if "idle" in kinds else []
+    limit = max(predicted["data_latest"] if data_ports else 0, predicted["idle"] if idle_ports else 0) * 1.5 + 60
+    log(lane, f"{setting}: {values}, predicted {predicted}, limit {limit:.0f}s")
+    start_server(server, data_ports + idle_ports)
+    set_sysctls(client, values)
+    podman("cp", str(PEER), f"{client}:{PEER_IN_CONTAINER}")
+    command = ["podman", "exec", "-i", client, "python3", PEER_IN_CONTAINER, "client", container_ip(server),
+               ",".join(map(str, data_ports)), ",".join(map(str, idle_ports)), str(limit)]
+    peer = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    events: list[dict] = []
+
+    def next_event() -> dict:
+        line = peer.stdout.readline()
+        if not line:
+            raise RuntimeError(f"client on {client} ended early: {shlex.join(command)}")
+        events.append(json.loads(line))
+        return events[-1]
+
+    while next_event()["event"] != "ready":
+        pass
+    ready = events[-1]
+    if ready["sysctls"][key := "tcp_retries2"] != values[key]:
+        raise RuntimeError(f"{client}: sysctls not applied: {ready['sysctls']}")
+    t_off = time.monotonic()
+    cut_links(server)
+    redfish_reset(server, "ForceOff")
+    wait_state(server, False)
+    log(lane, f"{setting}: {server} powered off ({time.monotonic() - t_off:.2f}s); waiting for the client's errors")
+    peer.stdin.write("off\n")
+    peer.stdin.flush()
+    while next_event()["event"] != "done":
+        if events[-1]["event"] == "closed":
+            log(lane, f"{setting}: {events[-1]['conn']} {events[-1]['outcome']} {events[-1].get('error', '')}")
+    peer.wait()
+    done = events[-1]
+    neigh = [{"t_since_off": round(e["t"] - t_off, 3), "line": e["line"]} for e in events if e["event"] == "neigh"]
+    records = []
+    for index, (_name, conn) in enumerate(sorted(done["conns"].items())):
+        kind = conn["kind"]
+        start = conn["t_send"] if kind == "data" else conn["t_last_recv"]
+        measured = round(conn["t_end"] - start, 3) if conn["t_end"] is not None else None
+        prediction = predicted[kind]
+        events_at = [round(sample["t"] - start, 3) for sample in conn["timeline"]
+                     if sample["total_retrans"] or sample["probes"]]
+        records.append({
+            "setting": setting, "kind": kind, "run": index % runs + 1, "client": client, "server": server,
+            "port": conn["port"], "sysctls": done["sysctls"], "user_timeout_ms": conn["user_timeout_ms"],
+            "outcome": conn["outcome"], "error": conn.get("error"),
+            "measured_s": measured, "predicted_s": prediction,
+            "predicted_latest_s": predicted["data_latest"] if kind == "data" else prediction,
+            "difference_s": round(measured - prediction, 3) if measured is not None else None,
+            "difference_pct": round(100 * (measured - prediction) / prediction, 1) if measured is not None else None,
+            "since_power_off_s": round(conn["t_end"] - t_off, 3) if conn["t_end"] is not None else None,
+            "start_before_power_off_s": round(t_off - start, 3),
+            "rto_before_ms": conn["info_ready"]["rto_ms"], "rtt_before_ms": conn["info_ready"]["rtt_ms"],
+            # When each retransmission (data) or keepalive probe (idle) was seen, seconds after the start.
+            "timer_events_s": events_at,
+            "timeline": [{**sample, "t": round(sample["t"] - start, 3)} for sample in conn["timeline"]],
+            "neighbour": neigh,
+        })
+    return records
+
+
+def run_lane(lane: str, client: str, server: str, settings: list[str], runs: int, out: list, errors: list) -> None:
+    try:
+        for setting in settings:
+            out.extend(measure_setting(lane, client, server, setting, runs))
+    except Exception as error:  # noqa: BLE001 - reported with the lane, the other lane goes on
+        errors.append(f"{lane}: {error!r}")
+        log(lane, f"failed: {error!r}")
+    finally:
+        if container_state(server) != "running":
+            redfish_reset(server, "On")
+
+
+METRICS = {"data": "dead_connection_data", "idle": "dead_connection_idle"}
+
+
+def summarise(records: list[dict], settings: list[str]) -> list[dict]:
+    """One entry per setting and metric, as results.json carries them (bench/results.py)."""
+    rows = []
+    for setting in settings:
+        values = sysctls(setting)
+        predicted = predictions(values)
+        for kind, metric in METRICS.items():
+            mine = [r for r in records if r["setting"] == setting and r["kind"] == kind]
+            times = [r["measured_s"] for r in mine if r["outcome"] == "error"]
+            row = {"setting": setting, "metric": metric, "sysctls": values, "predicted_s": predicted[kind],
+                   "median_s": None, "min_s": None, "max_s": None, "difference_pct": None, "runs": len(times),
+                   "errors": sorted({r["error"] for r in mine if r["error"]})}
+            if times:
+                median = statistics.median(times)
+                row.update(median_s=round(median, 3), min_s=min(times), max_s=max(times),
+                           difference_pct=round(100 * (median - predicted[kind]) / predicted[kind], 1))
+            if (setting, kind) in NOT_MEASURED:
+                row["note"] = f"not measured: {NOT_MEASURED[(setting, kind)]}"
+            elif len(times) < len(mine) or not mine:
+                row["note"] = f"{len(mine) - len(times)} of {len(mine)} connection(s) saw no error within the limit"
+            rows.append(row)
+    return rows
+
+
+def table(raw: dict) -> str:
+    lines = ["| setting | measurement | sysctls | model (s) | measured median (min-max), s | runs | difference | error |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in raw["summary"]:
+        values = row["sysctls"]
+        data = row["metric"] == METRICS["data"]
+        knobs = (f"tcp_retries2={values['tcp_retries2']}" if data else "keepalive "
+                 f"{values['tcp_keepalive_time']}/{values['tcp_keepalive_intvl']}/{values['tcp_keepalive_probes']}")
+        if row["median_s"] is None:
+            measured, difference = row.get("note", "not measured"), ""
+        else:
+            measured = f"{row['median_s']:.1f} ({row['min_s']:.1f}-{row['max_s']:.1f})"
+            difference = f"{row['difference_pct']:+.1f} %"
+        lines.append(f"| {row['setting']} | {row['metric'].removeprefix('dead_connection_')} | {knobs} | "
+                     f"{row['predicted_s']:g} | {measured} | {row['runs']} | {difference} | "
+                     f"{', '.join(row['errors'])} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, help="raw results (JSON)")
+    parser.add_argument("--runs", type=int, default=5, help="connections per setting and kind")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=SETTINGS)
+    parser.add_argument("--table", type=Path,
+                        help="summarise a raw results file again (in place) from its measurements, print its table, exit")
+    args = parser.parse_args()
+    if args.table:
+        raw = json.loads(args.table.read_text())
+        raw["summary"] = summarise(raw["measurements"], raw.get("settings") or [s for s in SETTINGS if s in {r["setting"] for r in raw["measurements"]}])
+        args.table.write_text(json.dumps(raw, indent=1) + "\n")
+        print(table(raw))
+        return 0
+    if not args.out:
+        parser.error("--out is required")
+    workers = sorted(name for name in json.loads(BMC_ENDPOINTS.read_text()) if container_state(name) == "running")
+    settings = list(args.settings)
+    if len(workers) >= 4 and STOCK in settings and len(settings) > 1:
+        lanes = [("stock", workers[0], workers[1], [STOCK]),
+                 ("others", workers[2], workers[3], [s for s in settings if s != STOCK])]
+    else:
+        lanes = [("all", workers[0], workers[1], settings)]
+    started = time.time()
+    records: list[dict] = []
+    errors: list[str] = []
+    threads = [threading.Thread(target=run_lane, args=(*lane, args.runs, records, errors)) for lane in lanes]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    raw = {
+        "kernel": platform.release(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "duration_s": round(time.time() - started, 1),
+        "runs_per_setting": args.runs,
+        "method": "one power-off per setting; its connections measured at once on separate server ports",
+        "lanes": [{"name": n, "client": c, "server": s, "settings": st} for n, c, s, st in lanes],
+        "errors": errors,
+        "settings": settings,
+        "summary": summarise(records, settings),
+        "measurements": sorted(records, key=lambda r: (SETTINGS.index(r["setting"]), r["kind"], r["run"])),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(raw, indent=1) + "\n")
+    print(table(raw))
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
