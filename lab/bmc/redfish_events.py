@@ -282,26 +282,41 @@ class EventService:
                                  name=f"events-{sub_id}").start()
             return self._queues[sub_id]
 
+    def delete(self, sub_id: str) -> bool:
+        """Delete the subscription; its delivery thread drops what is queued and ends."""
+        if not self.store.delete(sub_id):
+            return False
+        with self._lock:
+            events = self._queues.pop(sub_id, None)
+        if events is not None:
+            events.put(None)
+        return True
+
     def _deliver_forever(self, sub_id: str) -> None:
-        events = self._queues[sub_id]
+        with self._lock:
+            events = self._queues[sub_id]
         while True:
             record = events.get()
+            if record is None:
+                return
             try:
                 self._deliver(sub_id, record)
             except Exception as e:  # noqa: BLE001 - a delivery thread must not die: the next event deserves its try
                 log.error("subscription %s: event %s not delivered: %s", sub_id, record["EventId"], type(e).__name__)
 
     def _deliver(self, sub_id: str, record: dict) -> None:
+        payload = None
         for attempt, delay in enumerate((0.0, *RETRY_DELAYS), start=1):
             time.sleep(delay)
             sub = self.store.get(sub_id)
             if sub is None:
                 log.info("subscription %s deleted: event %s dropped", sub_id, record["EventId"])
                 return
+            payload = payload or event_payload(record, sub["Context"])  # the same Id on every attempt
             url = urlsplit(sub["Destination"])
             receiver = f"{url.hostname}:{url.port or 443}"
             try:
-                status = self._post(url, sub, event_payload(record, sub["Context"]))
+                status = self._post(url, sub, payload)
             except (OSError, http.client.HTTPException) as e:
                 outcome, final = _describe(e), False
             else:
@@ -412,7 +427,7 @@ def register(app, service: EventService, systems: list[str]) -> None:
     @app.route(SUBSCRIPTIONS_PATH + "/<sub_id>", methods=["GET", "DELETE"])
     def subscription(sub_id):
         if flask.request.method == "DELETE":
-            if not service.store.delete(sub_id):
+            if not service.delete(sub_id):
                 raise error.NotFound(f"Subscription {sub_id} was not found")
             log.info("subscription %s deleted", sub_id)
             return flask.Response(status=204)

@@ -13,6 +13,7 @@ import http.server
 import json
 import os
 import re
+import socket
 import ssl
 import stat
 import subprocess
@@ -408,4 +409,56 @@ def test_a_failed_delivery_is_retried(events_bmc, receiver, subscriptions, runni
     record = receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
     attempts = [post for post in receiver.posts if post["body"]["Events"][0]["EventId"] == record["EventId"]]
     assert [post["status"] for post in attempts] == [503, 503, 200]
-    assert len({post["body"]["Id"] for post in attempts}) >= 1
+    assert len({post["body"]["Id"] for post in attempts}) == 1  # one Event, delivered again
+    # A pause before each new attempt (1 s, then 2 s): a backoff, not a burst.
+    assert attempts[1]["at"] - attempts[0]["at"] >= 0.9
+    assert attempts[2]["at"] - attempts[1]["at"] >= 1.9
+
+
+def test_a_receiver_that_never_answers_does_not_slow_the_api(events_bmc, receiver, subscriptions, running):
+    node = events_bmc.nodes[0]
+    # Accepts connections (the kernel's backlog) but never reads nor answers: each attempt waits for its timeout.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        body = standard_body(receiver, node, "nodeguard:silent",
+                             Destination=f"https://127.0.0.1:{silent.getsockname()[1]}/hook")
+        assert subscribe(events_bmc, subscriptions, **body).status_code == 201
+        context = f"nodeguard:{node}:silent"
+        assert subscribe(events_bmc, subscriptions, **standard_body(receiver, node, context)).status_code == 201
+        start = time.monotonic()
+        reset(events_bmc, node, "GracefulShutdown")  # publishes PoweringOff on the request's own thread
+        assert get(events_bmc, SUBSCRIPTIONS).status_code == 200
+        took = time.monotonic() - start
+        # Delivering to the silent receiver would take its 5 s connect timeout, per attempt.
+        assert took < 4, f"the API waited {took:.1f} s"
+        # And the other subscriber is served meanwhile: its own delivery thread.
+        receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
+
+
+def test_the_state_directory_event_ca_is_trusted_without_a_restart(tmp_path_factory, certs, receiver, test_image,
+                                                                   monkeypatch):
+    """Without NODEGUARD_BMC_EVENT_CA: the system store (the receiver is refused), then <state>/event-ca.pem."""
+    monkeypatch.delenv("NODEGUARD_BMC_EVENT_CA", raising=False)
+    name = f"ng-bmcevt-{os.getpid()}-ca"
+    state = tmp_path_factory.mktemp("bmc-events-ca") / "state"
+    bmc = start_bmc(state, [name], ipmi=False)
+    created: list[str] = []
+    try:
+        context = f"nodeguard:{name}"
+        assert subscribe(bmc, created, **standard_body(receiver, name, context)).status_code == 201
+        podman("run", "--detach", "--init", "--name", name, test_image)
+        deadline = time.monotonic() + DELIVERY_TIMEOUT
+        log = state / "redfish.log"
+        while "TLS verification failed" not in log.read_text():
+            assert time.monotonic() < deadline, "no refused delivery in the log"
+            time.sleep(0.2)
+        assert receiver.events(context) == []
+
+        (state / "event-ca.pem").write_bytes(certs["trusted"][0].read_bytes())
+        podman("kill", "--signal", "KILL", name)
+        record = receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
+        assert_standard_event(record, name, context, "ResourceEvent.1.0.ResourcePoweredOff", "Warning")
+    finally:
+        bmc.sh("down", check=False)
+        podman("rm", "--force", "--time", "0", name, check=False)
