@@ -222,7 +222,7 @@ def main(event: dict[str, Any], vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS
     if not targets:
         return [refusal(f"context {_names.shown(context)} is not mapped to a node (unknown BMC)")]
     if len(targets) > 1:
-        nodes = ", ".join(sorted({node for _, node in targets}))
+        nodes = ", ".join(sorted({mapped_node for mapped_system, mapped_node in targets}))
         return [refusal(f"context {_names.shown(context)} is mapped more than once ({nodes}): it does not name one BMC")]
     ((system, node),) = targets
     events = []
