@@ -206,6 +206,20 @@ def test_template_syntax_anywhere_refuses_the_whole_post(mapped, field: str, val
     assert "template syntax in " in text and "\\x7b" in text  # the value shown escaped
 
 
+def test_a_vendor_oem_section_is_not_junk(mapped) -> None:
+    rec = record()
+    rec["Oem"] = {"Dell": {"@odata.type": "#DellEvent.v1_0_0.DellEvent", "ServerHostname": "w1", "Extra": {"Ids": ["a"]}}}
+    (out,) = mapped()(event(rec))
+    assert out["nodeguard_power_event"]["state"] == "Off"
+
+
+def test_closing_braces_alone_are_not_template_syntax(mapped) -> None:
+    rec = record()
+    rec["Message"] = "powered off }} %} #}"
+    (out,) = mapped()(event(rec))
+    assert out["nodeguard_power_event"]["node"] == "ng-worker1"
+
+
 def test_nesting_deeper_than_an_event_is_refused(mapped) -> None:
     rec = record()
     deep: dict = {}

@@ -90,10 +90,11 @@ RFC3339 = re.compile(
 )
 CONTEXT_MAX = 256  # Redfish EventDestination.Context
 MAX_RECORDS = 64
-MAX_DEPTH = 6  # payload / Events / record / OriginOfCondition / value (+ one for MessageArgs and Oem odds)
-TEMPLATE_MARKS = ("{{", "{%", "{#", "}}", "%}", "#}")
+# payload / Events / record / OriginOfCondition / value is 4 deep; vendors' Oem sections add a few levels
+MAX_DEPTH = 8
+TEMPLATE_MARKS = ("{{", "{%", "{#")  # what starts a Jinja expression, statement or comment
 
-# The mapping, read once per process: (context -> [(system, node)], problem or "").
+# vars_file_env -> (context -> {(system, node)}, problem or ""): the mapping, read once per process.
 _mapping: dict[str, Any] = {}
 
 
