@@ -28,6 +28,12 @@ RECONCILE_SECONDS = 10.0
 RESTART_PAUSE_SECONDS = 1.0
 # podman event status -> power state; the others (create, init, kill, cleanup, remove, pause...) change no power.
 POWER_OF_STATUS = {"start": "On", "died": "Off"}
+PODMAN_EVENTS = ("podman", "events", "--filter", "type=container", "--format", "{{json .}}")
+# bmc.sh stops the emulator with TERM (KILL after 5 s): neither runs our cleanup, and an orphaned
+# `podman events` would run until its next write fails. The kernel kills it when its parent (our
+# watcher thread, which lives as long as the process) is gone: PR_SET_PDEATHSIG, set by util-linux's
+# setpriv before it executes podman.
+DIE_WITH_US = ("setpriv", "--pdeathsig", "KILL", "--")
 
 log = logging.getLogger("nodeguard.bmc.events")
 
@@ -65,10 +71,7 @@ class PowerWatcher(threading.Thread):
             time.sleep(RESTART_PAUSE_SECONDS)
 
     def _follow_podman_events(self) -> None:
-        process = subprocess.Popen(
-            ["podman", "events", "--filter", "type=container", "--format", "{{json .}}"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-        )
+        process = subprocess.Popen([*DIE_WITH_US, *PODMAN_EVENTS], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         try:
             buffer = b""
             next_reconcile = 0.0  # now: podman events is (being) subscribed, no change falls between the two
