@@ -84,8 +84,8 @@ options:
     type: int
   power_event_time:
     description:
-      - The time of the power event that started this run (RFC 3339 with a zone, like V(2026-11-23T08:00:00Z)): the
-        power-event path, see the description. Unset, the heartbeat path (NotReady and a stale Lease).
+      - The time of the power event that started this run, RFC 3339 with a zone, like V(2026-11-23T08:00:00Z). It selects
+        the power-event path, see the description. Unset, the heartbeat path (NotReady and a stale Lease).
       - The event only starts the run; nothing in it is proof. Refused when malformed, more than 30 s in the future,
         or older than O(power_event_max_age_seconds). The record, history and Events say C(trigger) C(power-event)
         with this time.
@@ -100,7 +100,7 @@ options:
         (NotReady for too short a time, Lease not stale yet, power not Off yet), holding the node's lock.
         For automation started at the first NotReady. V(0) refuses at once.
       - On the power-event path it waits for the Lease to age past one renew interval plus the margin.
-      - A node that is Ready in the API is refused at once, without waiting (on the power-event path: a node that turns
+      - A node that is Ready in the API is refused at once, without waiting (on the power-event path, a node that turns
         Ready again or renews its Lease). Check mode never waits.
     type: int
     default: 0
