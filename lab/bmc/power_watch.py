@@ -116,4 +116,7 @@ class PowerWatcher(threading.Thread):
         before = self.power.get(container)
         self.power[container] = power
         if before is not None and before != power:
-            self.on_change(self.containers[container], power, when)
+            try:
+                self.on_change(self.containers[container], power, when)
+            except Exception as e:  # noqa: BLE001 - one unpublished change must not stop the watch
+                log.error("power watch: %s %s not published: %s: %s", container, power, type(e).__name__, e)
