@@ -3,7 +3,9 @@
 results.json (issue 5): kubernetes_version, machine, date,
   timelines: [{profile, metric, median_s, min_s, max_s, runs[, note]}],
   cost: [{profile, nodes, write_rps, write_bytes_per_s, etcd_db_growth_bytes_per_min}],
-  incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests}.
+  incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests},
+  dead_connections: [{setting, metric, sysctls, predicted_s, median_s, min_s, max_s, difference_pct, runs,
+                      errors[, note]}] (bench/deadconn.py: the model's prediction next to the kernel's time).
 Only measured numbers go in; a milestone never reached within its cap is null with a note.
 """
 
@@ -55,6 +57,17 @@ SCHEMA = {
                                     "cluster_pods": {"type": "integer"}, "own_seconds": _NUMBER_OR_NULL,
                                     "api_requests": {"type": ["integer", "null"]}, "note": {"type": "string"}},
                      "additionalProperties": False},
+        "dead_connections": {"type": "array", "items": {
+            "type": "object",
+            "required": ["setting", "metric", "sysctls", "predicted_s", "median_s", "min_s", "max_s",
+                         "difference_pct", "runs", "errors"],
+            "properties": {"setting": {"type": "string"},
+                           "metric": {"enum": ["dead_connection_data", "dead_connection_idle"]},
+                           "sysctls": {"type": "object"}, "predicted_s": {"type": "number"},
+                           "median_s": _NUMBER_OR_NULL, "min_s": _NUMBER_OR_NULL, "max_s": _NUMBER_OR_NULL,
+                           "difference_pct": _NUMBER_OR_NULL, "runs": {"type": "integer", "minimum": 0},
+                           "errors": {"type": "array", "items": {"type": "string"}}, "note": {"type": "string"}},
+            "additionalProperties": False}},
     },
 }
 
@@ -172,5 +185,8 @@ def build(raw_dir: Path, profile_order: list[str], kubernetes_version: str) -> d
         "cost": cost_entries(load("cost.json", [])),
         "incident": incident,
     }
+    dead_connections = load("dead-connections.json", None)
+    if dead_connections:
+        results["dead_connections"] = dead_connections["summary"]
     jsonschema.validate(results, SCHEMA)
     return results

@@ -1,6 +1,9 @@
 """bench/deadconn.py: the dead-connection measurements are summarised next to the model's prediction."""
 
+import json
+
 import deadconn
+import jsonschema
 import pytest
 
 
@@ -45,3 +48,16 @@ def test_stock_keepalive_is_recorded_as_not_measured_with_its_prediction():
     assert row["median_s"] is None
     assert row["predicted_s"] == 7200 + 9 * 75
     assert row["note"].startswith("not measured")
+
+
+def test_results_json_carries_the_summary_and_validates_it(tmp_path):
+    import results
+
+    records = [record("fast", "data", value, error="EHOSTUNREACH") for value in (52.3, 52.9)]
+    (tmp_path / "dead-connections.json").write_text(json.dumps({"summary": deadconn.summarise(records, ["fast"])}))
+    built = results.build(tmp_path, ["fast"], "1.35.4")
+    data = entry(built["dead_connections"], "fast", "dead_connection_data")
+    assert (data["median_s"], data["runs"], data["errors"]) == (52.6, 2, ["EHOSTUNREACH"])
+    broken = dict(built, dead_connections=[dict(data, metric="dead_connection_other")])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, results.SCHEMA)
