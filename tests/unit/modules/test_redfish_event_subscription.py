@@ -103,11 +103,11 @@ def stored(context="nodeguard:ng-worker1", destination=DEST, origin=(SYSTEM,), p
             "HttpHeaders": [{"Authorization": "Bearer old-token"}]}
 
 
-def args(bmc, **changes):
+def args(bmc, **overrides):
     values = {"address": bmc.url, "username": "admin", "password": PASSWORD, "allow_insecure_http": True, "timeout": 5,
               "destination": DEST, "context": "nodeguard:ng-worker1", "origin_resources": [SYSTEM],
               "http_headers": {"Authorization": f"Bearer {TOKEN}"}}
-    values.update(changes)
+    values.update(overrides)
     return values
 
 
@@ -282,10 +282,10 @@ def test_info_lists_the_service_and_its_subscriptions_and_filters_by_context(run
 # -- the plan alone ---------------------------------------------------------------------------------------------------------
 
 
-def summary(path, **changes):
+def summary(path, **fields):
     value = {"path": path, "id": path[-1], "destination": DEST, "context": "c", "protocol": "Redfish", "event_format_type": "",
              "registry_prefixes": ["ResourceEvent"], "origin_resources": []}
-    value.update(changes)
+    value.update(fields)
     return value
 
 
