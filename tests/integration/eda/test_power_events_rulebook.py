@@ -7,6 +7,7 @@ playbooks/power_event_subscriptions.yml does, then kills a container behind the 
 posts a standard ResourceEvent Event, and power-events.yml must run node-outage (a recorder here,
 playbooks/record-power-outage.yml; the real remediation is tested end to end elsewhere) for the
 mapped node with the event's time, and nothing for a BMC that is not mapped or that names another system.
+Events posted by the test itself with template syntax in them (anyone holding the token can post) run nothing.
 The polling rulebook (power-poll.yml) reads a system of the same BMC with the collection's Redfish reader
 and must do the same on the On -> Off change, without the BMC password in its log.
 
@@ -44,6 +45,7 @@ UNKNOWN = f"{PREFIX}-unknown"  # subscribed with a context that is not mapped
 IMPOSTOR = f"{PREFIX}-impostor"  # subscribed with DECOY's context, but its events name its own system
 POLLED = f"{PREFIX}-polled"  # read by the polling rulebook
 NODES = [MAPPED, DECOY, UNKNOWN, IMPOSTOR, POLLED]
+FORGED = f"{PREFIX}-forged"  # mapped, no machine: the test posts Events for it itself
 
 
 def system(node: str) -> str:
@@ -62,9 +64,9 @@ def rulebook(tmp_path_factory: pytest.TempPathFactory, records: Path) -> Iterato
         overrides={
             "nodeguard_outage_playbook": str(RECORDER),
             # every test node is allowed: a refusal here comes from the BMC mapping, not from the allow-list
-            "nodeguard_allow_nodes": NODES,
+            "nodeguard_allow_nodes": [*NODES, FORGED],
             "nodeguard_power_event_bmcs": [
-                {"context": f"nodeguard:{node}", "system": system(node), "node": node} for node in (MAPPED, DECOY)
+                {"context": f"nodeguard:{node}", "system": system(node), "node": node} for node in (MAPPED, DECOY, FORGED)
             ],
         },
         env={"NODEGUARD_EDA_RECORD_DIR": str(records)},
@@ -166,6 +168,36 @@ def test_events_of_an_unknown_bmc_or_naming_another_system_run_nothing(bmc: Bmc,
             unsubscribe(bmc, url)
         podman("start", UNKNOWN, check=False)
         podman("start", IMPOSTOR, check=False)
+
+
+def redfish_event(node: str, timestamp: str, **changes) -> dict:
+    """A ResourcePoweredOff Event for ``node``'s subscription, as the lab BMC posts it."""
+    record = {"EventId": f"forged-{time.time_ns()}", "EventTimestamp": timestamp, "MessageSeverity": "Warning",
+              "Message": "The resource has been powered off.", "MessageId": "ResourceEvent.1.0.ResourcePoweredOff",
+              "MessageArgs": [], "OriginOfCondition": {"@odata.id": system(node)}, **changes}
+    return {"@odata.type": "#Event.v1_7_0.Event", "Id": f"e-{time.time_ns()}", "Name": "Power event",
+            "Context": f"nodeguard:{node}", "Events": [record]}
+
+
+def test_a_forged_event_with_template_syntax_runs_nothing(rulebook: RulebookProcess, records: Path, tmp_path: Path) -> None:
+    """Anyone holding the token can post an Event; template syntax anywhere in it must run nothing. A clean Event
+    for the same node afterwards is the control: once its run is recorded, the forged ones were decided."""
+    marker = tmp_path / "injected"
+    touch = f"{{{{ lookup('pipe', 'touch {marker}') }}}}"
+    forged = [
+        redfish_event(FORGED, "2026-11-23T08:00:00Z", Message=touch),
+        redfish_event(FORGED, "2026-11-23T08:00:01Z", EventId=touch),
+        redfish_event(FORGED, touch),
+    ]
+    for payload in forged:
+        assert rulebook.post(payload, path="redfish-events") == 200
+    assert rulebook.post(redfish_event(FORGED, "2026-11-23T08:00:02Z"), token="not-the-token", path="redfish-events") == 401
+    assert rulebook.post(redfish_event(FORGED, "2026-11-23T09:00:03+01:00"), path="redfish-events") == 200
+    wait_for(rulebook, lambda: runs(records, FORGED), f"the control run for {FORGED}")
+    assert not marker.exists(), "a command from the Event ran"
+    (run,) = runs(records, FORGED)
+    assert run["power_event_time"] == "2026-11-23T08:00:03Z"  # the control's time, normalised to UTC
+    assert rulebook.log().count("nodeguard REFUSED: power event refused, nothing runs for it: the payload holds template syntax in ") == len(forged)
 
 
 def test_polling_a_bmc_runs_node_outage_on_the_change_to_off(bmc: Bmc, tmp_path: Path, records: Path) -> None:
