@@ -22,4 +22,6 @@ def remediator(lab, tmp_path_factory):
     directory = tmp_path_factory.mktemp("remediator")
     ca = directory / "ca.crt"
     ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    return {"k8s_kubeconfig": "", "host": cluster["server"], "api_key": token, "ca_cert": str(ca), "_dir": directory}
+    # failover_kubeconfig "" wins over the inventory's k8s_kubeconfig (the lab's admin): the run authenticates by token only.
+    return {"failover_kubeconfig": "", "failover_host": cluster["server"], "failover_api_key": token,
+            "failover_ca_cert": str(ca), "_dir": directory}
