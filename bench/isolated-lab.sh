@@ -25,6 +25,8 @@ conf=/etc/$name
 run=/run/$name
 mntns=$run/ns/mnt
 images=(localhost/nodeguard-node:bookworm localhost/nodeguard-controlplane:bookworm localhost/nodeguard-lab-worker:latest)
+# NODEGUARD_LAB_LB=1 (passed on to lab.sh up): the lab with its API server load balancer (lab/lb).
+[ "${NODEGUARD_LAB_LB:-0}" = 1 ] && images+=(localhost/nodeguard-lab-lb:latest)
 export CONTAINERS_CONF=$conf/containers.conf CONTAINERS_STORAGE_CONF=$conf/storage.conf
 
 say() { echo "isolated-lab $name: $*"; }
@@ -91,6 +93,7 @@ build_images() {
   "${outside[@]}" "$copy/scripts/build-node-image.sh" >/dev/null
   "${outside[@]}" "$copy/lab/controlplane/controlplane.sh" image >/dev/null
   "${outside[@]}" "$copy/lab/workers/workers.sh" image >/dev/null
+  if [ "${NODEGUARD_LAB_LB:-0}" = 1 ]; then "${outside[@]}" "$copy/lab/lb/lb.sh" image >/dev/null; fi
 }
 
 load_images() {

@@ -19,6 +19,7 @@ cache=${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}
 
 node=ng-cp1
 node_ip=10.89.77.10
+lb_ip=10.89.77.5   # lab/lb/lb.sh
 network=nodeguard-lab
 subnet=10.89.77.0/24
 host_port=16443
@@ -77,9 +78,13 @@ worker_names() { for i in $(seq 1 "$workers"); do echo "ng-worker$i"; done; }
 
 # Certificates, kubeconfigs and manifests, rendered on the host into lab/.state.
 render() {
+  # The apiserver certificate names the lab's load balancer (lab/lb) whether it runs or not; with
+  # NODEGUARD_LAB_LB=1 every kubelet.conf (ng-cp1's too) points at it.
+  local node_server=()
+  [ "${NODEGUARD_LAB_LB:-0}" = 1 ] && node_server=(--node-server "https://$lb_ip:6443")
   # shellcheck disable=SC2046
   "$python" "$here/pki.py" --state "$state" --node "$node" --ip "$node_ip" --host-port "$host_port" \
-    --workers $(worker_names)
+    --lb-sans "$lb_ip" ng-lb "${node_server[@]}" --workers $(worker_names)
   rm -rf "$state/controlplane"
   "$python" "$here/render.py" --ip "$node_ip" --node "$node" --out "$state/controlplane/manifests" "$here"/manifests/*.yaml
   "$python" "$here/render.py" --ip "$node_ip" --node "$node" --out "$state/controlplane/cluster" "$here"/cluster/*.yaml

@@ -129,6 +129,12 @@ def make_leaf(base: Path, ca: Pair, common_name: str, *, organization: str | Non
     return pair
 
 
+def apiserver_sans(base: Path) -> list:
+    """The subject alternative names of an issued certificate, as strings."""
+    names = Pair(base).cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return [str(entry.value) for entry in names]
+
+
 def b64(path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode()
 
@@ -167,6 +173,9 @@ def main() -> None:
     parser.add_argument("--ip", required=True, help="control-plane node address on the lab network")
     parser.add_argument("--host-port", type=int, default=16443, help="apiserver port published on 127.0.0.1")
     parser.add_argument("--workers", nargs="*", default=[], help="worker node names that get a kubelet.conf")
+    parser.add_argument("--node-server", help="API server URL in every node's kubelet.conf (default: the control plane's own)")
+    parser.add_argument("--lb-sans", nargs="*", default=[],
+                        help="the API server load balancer's address and name, in the apiserver certificate's SANs")
     args = parser.parse_args()
 
     root = args.state / "pki"
@@ -174,11 +183,19 @@ def main() -> None:
     pki = etc / "pki"
     pki.mkdir(parents=True, exist_ok=True)
     local_api = f"https://{args.ip}:6443"
+    # The kubelets' server: the control plane's own, or its load balancer (lab/lb) as kubeadm's
+    # controlPlaneEndpoint; the controllers and scheduler always talk to the local API server.
+    node_api = args.node_server or local_api
 
     ca = make_ca(pki / "ca", "kubernetes")
     make_leaf(pki / "apiserver", ca, "kube-apiserver", server=True, sans=[
         args.node, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-        "kubernetes.default.svc.cluster.local", "localhost", SERVICE_IP, args.ip, "127.0.0.1"])
+        "kubernetes.default.svc.cluster.local", "localhost", SERVICE_IP, args.ip, "127.0.0.1", *args.lb_sans])
+    # A lab created before the load balancer existed has a certificate without it: say so instead of a TLS error.
+    missing = sorted(set(args.lb_sans) - set(apiserver_sans(pki / "apiserver")))
+    if missing and args.node_server:
+        raise SystemExit(f"pki.py: {pki / 'apiserver.crt'} was issued without the load balancer's {', '.join(missing)}: "
+                         "take the lab down and remove lab/.state/pki to issue it again")
     make_leaf(pki / "apiserver-kubelet-client", ca, "kube-apiserver-kubelet-client",
               organization="kubeadm:cluster-admins", client=True)
 
@@ -205,13 +222,14 @@ def main() -> None:
     }
     for filename, (user, group) in identities.items():
         client = make_leaf(clients / filename.removesuffix(".conf"), ca, user, organization=group, client=True)
-        write_kubeconfig(etc / filename, server=local_api, ca=ca, user=user, client=client)
+        server = node_api if filename == "kubelet.conf" else local_api
+        write_kubeconfig(etc / filename, server=server, ca=ca, user=user, client=client)
 
     # Workers: kubelet identities, as `kubeadm join` would leave them after TLS bootstrap.
     for worker in args.workers:
         client = make_leaf(clients / "nodes" / worker, ca, f"system:node:{worker}",
                            organization="system:nodes", client=True)
-        write_kubeconfig(root / "nodes" / f"{worker}.conf", server=local_api, ca=ca,
+        write_kubeconfig(root / "nodes" / f"{worker}.conf", server=node_api, ca=ca,
                          user=f"system:node:{worker}", client=client)
 
     # The host's kubeconfig: admin identity through the port published on loopback.

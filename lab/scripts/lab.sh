@@ -5,7 +5,8 @@
 #   lab/scripts/lab.sh status   nodes, BMC power per node, live control-plane flags
 #   lab/scripts/lab.sh down     remove every lab container, the lab network and the BMC processes
 #
-# Environment: NODEGUARD_LAB_WORKERS (default 3).
+# Environment: NODEGUARD_LAB_WORKERS (default 3); NODEGUARD_LAB_LB=1 puts an API server load balancer
+# (lab/lb, haproxy) between every kubelet and the API server, from the lab's creation on (docs/lab.md).
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -94,6 +95,8 @@ cmd_up() {
   local started=$SECONDS
   mkdir -p "$state"
   phase build "$lab/scripts/build-k8s.sh" >/dev/null
+  # Before the control plane: ng-cp1's kubelet registers its Node through it.
+  if [ "${NODEGUARD_LAB_LB:-0}" = 1 ]; then phase lb part "$lab/lb/lb.sh" up; fi
   phase control-plane part "$lab/controlplane/controlplane.sh" up
   rejoin_workers
   phase workers part "$lab/workers/workers.sh" up "$workers"
@@ -116,6 +119,11 @@ cmd_status() {
   echo
   echo "== BMC power"
   part "$lab/bmc/bmc.sh" status "${worker_nodes[@]}" || true
+  if podman container exists ng-lb; then
+    echo
+    echo "== API server load balancer"
+    part "$lab/lb/lb.sh" status || true
+  fi
   echo
   echo "== live control-plane flags (/proc/<pid>/cmdline in $control_plane)"
   "$lab/controlplane/controlplane.sh" status
@@ -125,6 +133,7 @@ cmd_down() {
   part "$lab/bmc/bmc.sh" down || true
   part "$lab/workers/workers.sh" down "$workers" || true
   part "$lab/controlplane/controlplane.sh" down
+  part "$lab/lb/lb.sh" down || true
   # Anything else still attached to the lab network is a lab leftover.
   if podman network exists "$network"; then
     podman ps -a --filter "network=$network" --format '{{.Names}}' | while read -r name; do

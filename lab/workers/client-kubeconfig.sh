@@ -4,7 +4,6 @@
 #
 #   client-kubeconfig.sh OUT_FILE USER [GROUP]
 #
-# The server is the control plane's address on the lab network, as in its own kubelet.conf.
 set -euo pipefail
 out=$1 user=$2 group=${3:-}
 state=${NODEGUARD_LAB_STATE:-$(cd "$(dirname "$0")/.." && pwd)/.state}
@@ -12,7 +11,9 @@ ca_dir=$state/pki/kubernetes/pki
 [ -f "$ca_dir/ca.key" ] || { echo "client-kubeconfig: no lab CA in $ca_dir (control plane not up?)" >&2; exit 1; }
 [ -f "$out" ] && exit 0
 
-server=$(awk '/server:/ {print $2; exit}' "$state/pki/kubernetes/kubelet.conf")
+# The control plane's own address (as in controller-manager.conf), or NODEGUARD_LAB_CLIENT_SERVER:
+# workers.sh passes its nodes' server, which is the load balancer's in a lab with one (lab/lb).
+server=${NODEGUARD_LAB_CLIENT_SERVER:-$(awk '/server:/ {print $2; exit}' "$state/pki/kubernetes/controller-manager.conf")}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 subject="/CN=$user"

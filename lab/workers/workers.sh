@@ -56,7 +56,8 @@ node_kubeconfig() {
     echo "$pki/nodes/$node.conf"
     return
   fi
-  "$here/client-kubeconfig.sh" "$state/workers/$node/kubelet.conf" "system:node:$node" system:nodes
+  NODEGUARD_LAB_CLIENT_SERVER=$(awk '/server:/ {print $2; exit}' "$pki/kubernetes/kubelet.conf") \
+    "$here/client-kubeconfig.sh" "$state/workers/$node/kubelet.conf" "system:node:$node" system:nodes
   echo "$state/workers/$node/kubelet.conf"
 }
 
