@@ -130,10 +130,10 @@ subscription:
   type: dict
   contains:
     path:
-      description: Its resource path (absent in check mode before it was created).
+      description: Its resource path; empty in check mode when it is still to be created.
       type: str
     id:
-      description: Its C(Id).
+      description: Its C(Id); empty in check mode when it is still to be created.
       type: str
     destination:
       description: C(Destination).

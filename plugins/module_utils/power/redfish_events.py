@@ -168,8 +168,8 @@ def plan(existing: list, desired: Desired, state: str, force: bool) -> Plan:
 class EventSubscriptions:
     """The EventService subscriptions of one Redfish service, over the collection's Redfish transport."""
 
-    def __init__(self, connection: dict, header_values: tuple = (), session=None):
-        self.session = session or RedfishSession(connection, secrets=header_values)
+    def __init__(self, connection: dict, header_values: tuple = ()):
+        self.session = RedfishSession(connection, secrets=header_values)
         self.address = self.session.address
 
     def service(self) -> dict:
