@@ -101,6 +101,16 @@ def test_an_unreadable_bmc_is_neither_on_nor_off(source, answers, states) -> Non
     assert [e["nodeguard_power_event"]["state"] for e in events] == states
 
 
+def test_an_unreadable_bmc_is_logged_once_per_reason_not_every_interval(source, caplog: pytest.LogCaptureFixture) -> None:
+    timeout = base.PowerError("redfish https://bmc-w1.example unreachable: timed out")
+    refused = base.PowerError("redfish https://bmc-w1.example: credentials refused (HTTP 401)")
+    caplog.set_level(logging.INFO)
+    run_polls(source, [bmc(source, "ng-w1", ["on", timeout, timeout, timeout, refused, refused, "on", timeout])], rounds=8)
+    assert caplog.text.count("unreachable: timed out") == 2  # once, and once again after it was readable
+    assert caplog.text.count("credentials refused") == 1
+    assert caplog.text.count("ng-w1: power readable again") == 1
+
+
 def test_each_bmc_is_read_every_interval(source) -> None:
     sleeps = run_polls(source, [bmc(source, "ng-w1", ["on"] * 4)], rounds=4, interval=7.0)[1]
     assert len(sleeps) == 4

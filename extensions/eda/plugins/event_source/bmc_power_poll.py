@@ -112,6 +112,7 @@ class Bmc:
         self.power = power
         self.reader = reader
         self.last: str | None = None
+        self.problem = ""  # why the latest reading was unclear, logged once per new reason
 
     def read(self, base) -> tuple[str, str]:
         """(state "on" | "off" | "unknown", why when unknown). Runs in a thread; never raises."""
@@ -124,6 +125,26 @@ class Bmc:
         if reading.state in STATES:
             return reading.state, ""
         return base.UNKNOWN, base.redact(reading.detail, _secrets(self.power))
+
+    def observe(self, state: str, why: str, seen_at: float) -> dict[str, Any] | None:
+        """The event for a reading (``state`` "on", "off" or "unknown" at ``seen_at``), or None. Only a change between
+        two clear readings is an event; an unclear one is logged once per new reason and changes nothing."""
+        if state not in STATES:
+            if why != self.problem:
+                logger.warning("bmc_power_poll: %s: power not readable, no event (%s)", self.node, why)
+            self.problem = why
+            return None
+        if self.problem:
+            logger.info("bmc_power_poll: %s: power readable again", self.node)
+            self.problem = ""
+        previous, self.last = self.last, state
+        if previous is None:
+            logger.info("bmc_power_poll: %s reads %s (first reading, not an event)", self.node, STATES[state])
+            return None
+        if state == previous:
+            return None
+        logger.info("bmc_power_poll: %s went %s -> %s", self.node, STATES[previous], STATES[state])
+        return power_event(self.node, state, seen_at)
 
 
 def checked_config(args: dict, api: dict) -> tuple[list[Bmc], float, int]:
@@ -192,16 +213,9 @@ async def poll_bmc(bmc: Bmc, queue: Any, semaphore: asyncio.Semaphore, threads, 
         started = time.monotonic()
         async with semaphore:
             state, why = await asyncio.get_running_loop().run_in_executor(threads, bmc.read, base)
-        seen_at = clock()
-        if state == base.UNKNOWN:
-            logger.warning("bmc_power_poll: %s: power not readable, no event (%s)", bmc.node, why)
-        elif bmc.last is None:
-            logger.info("bmc_power_poll: %s reads %s (first reading, not an event)", bmc.node, STATES[state])
-            bmc.last = state
-        elif state != bmc.last:
-            logger.info("bmc_power_poll: %s went %s -> %s", bmc.node, STATES[bmc.last], STATES[state])
-            bmc.last = state
-            await queue.put(power_event(bmc.node, state, seen_at))
+        event = bmc.observe(state, why, clock())
+        if event:
+            await queue.put(event)
         await sleep(max(0.0, interval - (time.monotonic() - started)))
 
 
