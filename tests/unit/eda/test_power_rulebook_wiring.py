@@ -43,7 +43,10 @@ def test_node_outage_gets_only_checked_values_and_the_event_time(name: str) -> N
     posts = [r["action"]["post_event"]["event"] for r in rules if "post_event" in r["action"]]
     (run,) = runs
     assert run["name"] == "{{ nodeguard_outage_playbook }}"
-    assert run["extra_vars"] == {"outage_nodes": "{{ event.outage_nodes }}", "node_outage_power_event_time": "{{ event.time }}"}
+    assert run["extra_vars"] == {"outage_nodes": "{{ event.outage_nodes }}", "node_outage_power_event_time": "{{ event.time }}",
+                                 # the run starts within seconds of the power-off: it must wait for the Lease proof
+                                 "node_outage_proof_timeout": "{{ nodeguard_power_event_proof_timeout }}"}
+    assert variables(name)["nodeguard_power_event_proof_timeout"] > 0
     (post,) = posts
     assert post["outage_nodes"] == "{{ [event.nodeguard_power_event.node] }}"  # a one-element list: "123" stays a string
     for expression in expressions(run) + expressions(post):
