@@ -10,6 +10,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 LOCK_NAMESPACE = "nodeguard-system"
+NAMESPACE = "failover-lab"  # the lab's workloads (the db StatefulSet)
+HISTORY_PREFIX = "nodeguard-history-"
 
 
 @pytest.fixture(scope="module")
@@ -25,3 +27,37 @@ def remediator(lab, tmp_path_factory):
     # failover_kubeconfig "" wins over the inventory's k8s_kubeconfig (the lab's admin): the run authenticates by token only.
     return {"failover_kubeconfig": "", "failover_host": cluster["server"], "failover_api_key": token,
             "failover_ca_cert": str(ca), "_dir": directory}
+
+
+def find_db_pod(lab, node):
+    """The lab db StatefulSet's pod bound to node, or None."""
+    pods = lab.core().list_namespaced_pod(NAMESPACE, label_selector="app=db").items
+    return next((p for p in pods if p.spec.node_name == node), None)
+
+
+@pytest.fixture(scope="module")
+def db_pod_on():
+    """find_db_pod for the tests: db_pod_on(lab, node) is the db pod bound to node, or None."""
+    return find_db_pod
+
+
+def delete_history(lab) -> None:
+    """The durable incident history (one ConfigMap per node) of every worker."""
+    for name in lab.worker_names():
+        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, HISTORY_PREFIX + name, "--ignore-not-found", check=False)
+
+
+@pytest.fixture(scope="module")
+def db_worker(lab):
+    """A worker that runs a db pod. Before and after the module, whatever happened: its kubelet started again if
+    its machine runs, the lab reset, and the incident history the runs wrote removed (the lab left as found)."""
+    lab.reset_lab()
+    delete_history(lab)
+    candidates = [n for n in lab.worker_names() if find_db_pod(lab, n)]
+    assert candidates, "no worker runs a db pod; is the lab's StatefulSet up?"
+    node = candidates[0]
+    yield node
+    if lab.container_state(node) == "running":
+        lab.podman("exec", node, "systemctl", "start", "kubelet", check=False)
+    lab.reset_lab()
+    delete_history(lab)

@@ -24,7 +24,6 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[3]
@@ -168,11 +167,6 @@ def alive(pid: int) -> bool:
         return False
 
 
-def db_pod_on(lab, node):
-    pods = lab.core().list_namespaced_pod(NAMESPACE, label_selector="app=db").items
-    return next((p for p in pods if p.spec.node_name == node), None)
-
-
 def node_proven_dead(lab, name, seconds=10):
     """NotReady for a while and Lease stale (renewTime older than duration + 5s margin)."""
     node = node_obj(lab, name)
@@ -186,28 +180,13 @@ def node_proven_dead(lab, name, seconds=10):
 # --- the scenario ---------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def target(lab):
-    """A worker that runs a db pod; the whole lab is reset after the module, whatever happened."""
-    lab.reset_lab()
-    candidates = [n for n in lab.worker_names() if db_pod_on(lab, n)]
-    assert candidates, "no worker runs a db pod; is the lab's StatefulSet up?"
-    node = candidates[0]
-    yield node
-    if lab.container_state(node) == "running":
-        lab.podman("exec", node, "systemctl", "start", "kubelet", check=False)
-    lab.reset_lab()
-    # The durable incident history this module's runs wrote (one ConfigMap per node): leave the lab as found.
-    lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{node}", "--ignore-not-found", check=False)
+def test_refusals_while_the_node_is_healthy(lab, remediator, db_worker):
+    before = state(lab, db_worker)
+    result = playbook(remediator, "node-outage", db_worker)
+    assert_refused_unchanged(lab, db_worker, result, before, "Missing proof(s): not-ready, lease-stale")
 
-
-def test_refusals_while_the_node_is_healthy(lab, remediator, target):
-    before = state(lab, target)
-    result = playbook(remediator, "node-outage", target)
-    assert_refused_unchanged(lab, target, result, before, "Missing proof(s): not-ready, lease-stale")
-
-    # The lab's control-plane node (ng-cp1 has no BMC in the inventory: lend it the target's).
-    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]
+    # The lab's control-plane node (ng-cp1 has no BMC in the inventory: lend it the worker's).
+    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]["bmc"]
     control_plane = state(lab, lab.CONTROL_PLANE)
     result = playbook(remediator, "node-outage", lab.CONTROL_PLANE, node_outage_power_by_node={lab.CONTROL_PLANE: bmc})
     assert_refused_unchanged(lab, lab.CONTROL_PLANE, result, control_plane, "refused [control-plane]")
@@ -215,63 +194,63 @@ def test_refusals_while_the_node_is_healthy(lab, remediator, target):
     lock = {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",
-        "metadata": {"name": f"nodeguard-failover-{target}", "namespace": LOCK_NAMESPACE},
+        "metadata": {"name": f"nodeguard-failover-{db_worker}", "namespace": LOCK_NAMESPACE},
         "spec": {"holderIdentity": "another-job", "leaseDurationSeconds": 600, "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())},
     }
     lab.kubectl("apply", "-f", "-", stdin=json.dumps(lock))
     try:
-        locked = state(lab, target)
-        result = playbook(remediator, "node-outage", target)
-        assert_refused_unchanged(lab, target, result, locked, "locked by job 'another-job'")
+        locked = state(lab, db_worker)
+        result = playbook(remediator, "node-outage", db_worker)
+        assert_refused_unchanged(lab, db_worker, result, locked, "locked by job 'another-job'")
     finally:
-        lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{target}")
+        lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{db_worker}")
 
     result = playbook(remediator, "node-outage", "ng-worker99", node_outage_power_by_node={"ng-worker99": bmc})
-    assert_refused_unchanged(lab, target, result, before, "'ng-worker99' does not exist")
+    assert_refused_unchanged(lab, db_worker, result, before, "'ng-worker99' does not exist")
 
 
-def test_refusals_while_partitioned(lab, remediator, target):
+def test_refusals_while_partitioned(lab, remediator, db_worker):
     """The kubelet is dead but the machine runs: the API proofs hold, the BMC says On."""
-    lab.podman("exec", target, "systemctl", "stop", "kubelet")
-    lab.wait_for(lambda: node_proven_dead(lab, target), timeout=150, interval=2, what=f"{target} NotReady with a stale Lease")
-    before = state(lab, target)
-    result = playbook(remediator, "node-outage", target)
-    assert_refused_unchanged(lab, target, result, before, "power-off: redfish reads power ON")
+    lab.podman("exec", db_worker, "systemctl", "stop", "kubelet")
+    lab.wait_for(lambda: node_proven_dead(lab, db_worker), timeout=150, interval=2, what=f"{db_worker} NotReady with a stale Lease")
+    before = state(lab, db_worker)
+    result = playbook(remediator, "node-outage", db_worker)
+    assert_refused_unchanged(lab, db_worker, result, before, "power-off: redfish reads power ON")
     assert "Missing proof(s): power-off." in result.stdout
 
     # Started early by an alert, it waits for the proofs (here in vain: the BMC keeps saying On).
-    result = playbook(remediator, "node-outage", target, node_outage_proof_timeout=4)
-    assert_refused_unchanged(lab, target, result, before, "(proof_timeout 4s)")
+    result = playbook(remediator, "node-outage", db_worker, node_outage_proof_timeout=4)
+    assert_refused_unchanged(lab, db_worker, result, before, "(proof_timeout 4s)")
     assert "power-off: redfish reads power ON" in result.stdout
 
-    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]
+    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]["bmc"]
     unreachable = dict(bmc, address="https://127.0.0.1:1")
-    result = playbook(remediator, "node-outage", target, node_outage_fence=True, node_outage_power_by_node={target: unreachable})
-    assert_refused_unchanged(lab, target, result, before, "power state unreadable")
+    result = playbook(remediator, "node-outage", db_worker, node_outage_fence=True, node_outage_power_by_node={db_worker: unreachable})
+    assert_refused_unchanged(lab, db_worker, result, before, "power state unreadable")
 
     wrong = dict(bmc, password="not-the-password")
-    result = playbook(remediator, "node-outage", target, node_outage_fence=True, node_outage_power_by_node={target: wrong})
-    assert_refused_unchanged(lab, target, result, before, "credentials refused")
+    result = playbook(remediator, "node-outage", db_worker, node_outage_fence=True, node_outage_power_by_node={db_worker: wrong})
+    assert_refused_unchanged(lab, db_worker, result, before, "credentials refused")
     assert "not-the-password" not in result.stdout + result.stderr
 
-    result = playbook(remediator, "node-outage", target, node_outage_fence=True, node_outage_max_unhealthy="0")
-    assert_refused_unchanged(lab, target, result, before, "refused [storm]")
+    result = playbook(remediator, "node-outage", db_worker, node_outage_fence=True, node_outage_max_unhealthy="0")
+    assert_refused_unchanged(lab, db_worker, result, before, "refused [storm]")
 
-    result = playbook(remediator, "node-outage", target, check=True, node_outage_fence=True)
+    result = playbook(remediator, "node-outage", db_worker, check=True, node_outage_fence=True)
     assert result.returncode == 0, result.stdout[-3000:]
-    assert_unchanged(lab, target, before)
-    assert lab.container_state(target) == "running"
+    assert_unchanged(lab, db_worker, before)
+    assert lab.container_state(db_worker) == "running"
     assert "fence | pending | power off via redfish (reads ON now)" in result.stdout
     assert "delete-pods | pending | force-delete (grace 0)" in result.stdout
 
 
-def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, target):
+def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, db_worker, db_pod_on):
     """Two node-outage runs start at once from this host with the default job id: one fences and taints, the
     other is refused by the lock. The winner is killed right after the taint. A rerun is refused while the
     dead run's Lease stands; one that may wait takes the lock over once it saw the Lease unchanged for its TTL.
     That run loses its ansible-playbook to kill -9 and its module goes on (ansible-core detached it): a third
     run is refused naming that module's pid, and the orphan completes the outage alone."""
-    old_db = db_pod_on(lab, target)
+    old_db = db_pod_on(lab, db_worker)
     assert old_db is not None
     # The old db pod stays listed (Terminating) until this test lifts a finalizer: every run that force-deletes it
     # then waits in delete-pods, holding and renewing the lock, for as long as the test needs.
@@ -281,11 +260,11 @@ def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, ta
     # A short lock TTL: the takeover below waits 20 s, not the default 120 s.
     short_lock = {"node_outage_lock_ttl_seconds": 20, "node_outage_pod_delete_timeout": 240}
     runs = [
-        playbook(remediator, "node-outage", target, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2, **short_lock)
+        playbook(remediator, "node-outage", db_worker, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2, **short_lock)
         for _unused in range(2)
     ]
     try:
-        lab.wait_for(lambda: has_taint(lab, target), timeout=180, interval=0.2, what="the out-of-service taint")
+        lab.wait_for(lambda: has_taint(lab, db_worker), timeout=180, interval=0.2, what="the out-of-service taint")
         lab.wait_for(lambda: any(run.poll() is not None for run in runs), timeout=120, interval=0.2, what="the run without the lock to end")
     finally:
         for run in runs:
@@ -295,89 +274,89 @@ def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, ta
     refused = [output for output in outputs if "refused [lock-held]" in output]
     assert len(refused) == 1, "\n----\n".join(output[-3000:] for output in outputs)
     assert "locked by job " in refused[0] and " pid " in refused[0]
-    assert len(taint_events(lab, target)) == 1, "two taints recorded for one incident"
-    interrupted = record(lab, target)
+    assert len(taint_events(lab, db_worker)) == 1, "two taints recorded for one incident"
+    interrupted = record(lab, db_worker)
     assert interrupted is not None, "a taint without a record"
     assert interrupted["steps"]["taint"]["outcome"] == "tainted"
     assert interrupted["steps"]["fence"]["outcome"] == "powered-off"
-    assert lab.container_state(target) != "running"
+    assert lab.container_state(db_worker) != "running"
 
     # The killed run's Lease stands: a rerun is refused at once, naming it; nothing changes.
-    dead = lock_holder(lab, target)
+    dead = lock_holder(lab, db_worker)
     assert dead is not None
     lab.wait_for(lambda: not alive(dead["pid"]), timeout=10, interval=0.2, what=f"the killed module (pid {dead['pid']}) to be gone")
-    before = state(lab, target)
-    result = playbook(remediator, "node-outage", target)
-    assert_refused_unchanged(lab, target, result, before, f"pid {dead['pid']}, run {dead['run']}")
+    before = state(lab, db_worker)
+    result = playbook(remediator, "node-outage", db_worker)
+    assert_refused_unchanged(lab, db_worker, result, before, f"pid {dead['pid']}, run {dead['run']}")
 
     # Every out-of-band reader agrees, through the node_power module: Redfish, IPMI, the ClusterLabs agent.
-    host = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]
+    host = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]
     for power in (host["bmc"], host["bmc_ipmi"], dict(host["bmc"], type="fence_agent", agent="fence_redfish")):
-        assert read_power(remediator, target, power) == "off"
+        assert read_power(remediator, db_worker, power) == "off"
 
     # A rerun that may wait takes the lock over (it watched the Lease unchanged for 20 s) and resumes; it waits
     # in delete-pods for the held pod. Its ansible-playbook is killed with -9, and its module goes on.
-    rerun = playbook(remediator, "node-outage", target, background=True, node_outage_lock_wait_seconds=40, **short_lock)
+    rerun = playbook(remediator, "node-outage", db_worker, background=True, node_outage_lock_wait_seconds=40, **short_lock)
     orphan = None
     try:
-        lab.wait_for(lambda: (lock_holder(lab, target) or {}).get("run") not in (None, dead["run"]), timeout=120, interval=0.5, what="the takeover")
+        lab.wait_for(lambda: (lock_holder(lab, db_worker) or {}).get("run") not in (None, dead["run"]), timeout=120, interval=0.5, what="the takeover")
         os.kill(rerun.pid, signal.SIGKILL)  # ansible-playbook only, as a crashed job runner or a closed terminal does
         rerun.wait()
-        holder = lock_holder(lab, target)
+        holder = lock_holder(lab, db_worker)
         orphan = holder["pid"]
         assert alive(orphan), "the module died with ansible-playbook; this test expects ansible-core to detach it"
-        before = state(lab, target)
-        result = playbook(remediator, "node-outage", target)
-        assert_refused_unchanged(lab, target, result, before, f"pid {orphan}, run {holder['run']}")
+        before = state(lab, db_worker)
+        result = playbook(remediator, "node-outage", db_worker)
+        assert_refused_unchanged(lab, db_worker, result, before, f"pid {orphan}, run {holder['run']}")
         lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": None}}))
-        lab.wait_for(lambda: lock_holder(lab, target) is None, timeout=300, interval=2, what="the orphaned module to finish and release its lock")
+        lab.wait_for(lambda: lock_holder(lab, db_worker) is None, timeout=300, interval=2, what="the orphaned module to finish and release its lock")
     finally:
         lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": None}}), check=False)
         if orphan is not None and alive(orphan):
             os.kill(orphan, signal.SIGKILL)  # the module this test started, by its pid
-    done = record(lab, target)
+    done = record(lab, db_worker)
     assert done["phase"] == "outage-complete", done
-    assert has_taint(lab, target)
-    assert len(taint_events(lab, target)) == 1
-    result = playbook(remediator, "node-outage", target)
+    assert has_taint(lab, db_worker)
+    assert len(taint_events(lab, db_worker)) == 1
+    result = playbook(remediator, "node-outage", db_worker)
     assert result.returncode == 0 and "outage already complete" in result.stdout, result.stdout[-3000:]
 
     replacement = lab.core().read_namespaced_pod(old_db.metadata.name, NAMESPACE)
     assert replacement.metadata.uid != old_db.metadata.uid
-    assert replacement.spec.node_name != target
+    assert replacement.spec.node_name != db_worker
     assert replacement.status.phase == "Running"
     assert any(c.type == "Ready" and c.status == "True" for c in replacement.status.conditions)
     replaced = {r["pod"]: r for r in done["replacements"]["replaced"]}
     assert replaced[f"{NAMESPACE}/{old_db.metadata.name}"]["seconds"] is not None
     attachments = lab.client.StorageV1Api(lab.api_client()).list_volume_attachment().items
-    assert not [a for a in attachments if a.spec.node_name == target]
+    assert not [a for a in attachments if a.spec.node_name == db_worker]
     print(f"\noutage to db Ready elsewhere: {time.time() - started:.1f}s; replacements: {done['replacements']['replaced']}")
 
 
-def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, target):
-    result = playbook(remediator, "node-recover", target, node_recover_retries=0)
+def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, db_worker):
+    result = playbook(remediator, "node-recover", db_worker, node_recover_retries=0)
     assert result.returncode != 0 and "not recovered yet" in result.stdout
-    assert has_taint(lab, target)
+    assert has_taint(lab, db_worker)
 
-    lab.power_on(target)
-    lab.wait_for(lambda: lab.node_ready(target), timeout=120, interval=2, what=f"{target} Ready")
-    result = playbook(remediator, "node-recover", target)
+    lab.power_on(db_worker)
+    lab.wait_for(lambda: lab.node_ready(db_worker), timeout=120, interval=2, what=f"{db_worker} Ready")
+    result = playbook(remediator, "node-recover", db_worker)
     assert result.returncode == 0, result.stdout[-4000:]
-    assert not has_taint(lab, target)
-    closed = record(lab, target)
+    assert not has_taint(lab, db_worker)
+    closed = record(lab, db_worker)
     assert closed["phase"] == "recovered"
-    assert closed["identity"]["boot_id"] != node_obj(lab, target).status.node_info.boot_id, "recovered without a restart"
+    assert closed["identity"]["boot_id"] != node_obj(lab, db_worker).status.node_info.boot_id, "recovered without a restart"
     # The incident is kept in the durable history too, closed, whatever happens to the Events.
-    kept = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "-o", "json").stdout
+    kept = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{db_worker}", "-o", "json").stdout
     assert json.loads(json.loads(kept)["data"][closed["id"]])["phase"] == "recovered"
     assert "taint removed" in result.stdout and "node NotReady (first seen)" in result.stdout
     # No secret anywhere the incident left a trace: the run's output, the Node and its record, the
     # Events about it, the durable history and the lock Leases.
-    password = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]["password"]
+    password = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]["bmc"]["password"]
     traces = {
         "node-recover output": result.stdout + result.stderr,
-        "node": lab.kubectl("get", "node", target, "-o", "json").stdout,
-        "events": lab.kubectl("get", "events", "-A", "--field-selector", f"involvedObject.name={target}", "-o", "json").stdout,
+        "node": lab.kubectl("get", "node", db_worker, "-o", "json").stdout,
+        "events": lab.kubectl("get", "events", "-A", "--field-selector", f"involvedObject.name={db_worker}", "-o", "json").stdout,
         "history": kept,
         "leases": lab.kubectl("get", "leases", "-n", LOCK_NAMESPACE, "-o", "json").stdout,
     }
