@@ -4,6 +4,11 @@ exactly its requests; its own time is its wall time minus the steps that wait fo
 (delete-pods, detach-volumes, verify-replacements, from the incident record it returns).
 
     .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --out docs/benchmarks/raw/incident.json
+
+--power-event measures the event-led path instead (the power-event profile's own load): the playbook
+is started right at the "power-off" with node_outage_power_event_time, as the rulebook starts it, and
+waits inside for its Lease proof; the result goes to --out under "power_event_runs", apart from the
+heartbeat path's runs.
 """
 
 from __future__ import annotations
@@ -101,7 +106,19 @@ def _stamp(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def run_playbook(node: str) -> tuple[float, dict, str]:
+# Scale-mode nodes have no BMC. The power-event path reads power (twice, off_confirm_seconds apart) as a
+# BMC would be read: a command hook that reports Off, with the identity opt-out a hook without a UUID needs.
+OFF_HOOK = "#!/bin/sh\necho '{\"power\": \"off\", \"detail\": \"scale-mode node: kwok stopped managing it\"}'\n"
+
+
+def off_hook() -> str:
+    path = scale.STATE / "bench-off-hook.sh"
+    path.write_text(OFF_HOOK)
+    path.chmod(0o755)
+    return str(path)
+
+
+def run_playbook(node: str, power_event_time: str | None = None) -> tuple[float, dict, str]:
     extra = {
         "outage_nodes": [node],
         "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python"),
@@ -112,6 +129,13 @@ def run_playbook(node: str) -> tuple[float, dict, str]:
             "node": node, "state": "off", "not_before": _stamp(time.time() - 60), "expires": _stamp(time.time() + 3600),
             "operator": "bench/incident.py", "reason": "scale-mode node: kwok stopped managing it"}}},
     }
+    if power_event_time:
+        extra.update({
+            "node_outage_power_event_time": power_event_time,
+            "node_outage_proof_timeout": 120,
+            "node_outage_power_by_node": {node: {"type": "command", "command": [off_hook()],
+                                                 "identity_unverifiable_reason": "scale-mode node: no BMC, no systemUUID"}},
+        })
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json",
            "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
     started = time.monotonic()
@@ -134,7 +158,7 @@ def run_playbook(node: str) -> tuple[float, dict, str]:
     return wall, record, "ok" if result.returncode == 0 else f"rc={result.returncode}"
 
 
-def measure(nodes: int, pods: int, on_node: int, profile: str) -> dict:
+def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool = False) -> dict:
     victim = scale.node_names(nodes)[0]
     subprocess.run([str(SCALE_SH), "up", str(nodes), "--profile", profile], check=True)
     subprocess.run([str(SCALE_SH), "pods", str(pods), "--node", victim, "--on-node", str(on_node)], check=True)
@@ -142,12 +166,17 @@ def measure(nodes: int, pods: int, on_node: int, profile: str) -> dict:
     # node-outage.yml keeps its lock Lease there and does not create the namespace itself.
     subprocess.run([str(scale.K8S_BIN / "kubectl"), f"--kubeconfig={scale.kubeconfig()}", "create", "namespace",
                     "nodeguard-system"], check=False)
-    power_off(victim)
-    not_ready_at = wait_not_ready(victim, timeout=180)
-    proof_seconds = profiles.node_outage_default("node_outage_not_ready_seconds")
-    time.sleep(max(0.0, not_ready_at + proof_seconds + 2 - time.monotonic()))
     before = audit_lines()
-    wall, record, outcome = run_playbook(victim)
+    power_off(victim)
+    if power_event:
+        # Started at once, as the rulebook starts it on the BMC's event: it waits inside for the Lease proof.
+        wall, record, outcome = run_playbook(victim, power_event_time=_stamp(time.time()))
+    else:
+        not_ready_at = wait_not_ready(victim, timeout=180)
+        proof_seconds = profiles.node_outage_default("node_outage_not_ready_seconds")
+        time.sleep(max(0.0, not_ready_at + proof_seconds + 2 - time.monotonic()))
+        before = audit_lines()
+        wall, record, outcome = run_playbook(victim)
     time.sleep(2)  # the audit backend writes in batches
     verbs = audit_requests(before)
     waits = wait_seconds(record)
@@ -157,6 +186,7 @@ def measure(nodes: int, pods: int, on_node: int, profile: str) -> dict:
         "api_requests": sum(verbs.values()) if outcome == "ok" else None,
         "wall_seconds": round(wall, 2), "wait_seconds": waits, "record_steps": record.get("steps"), "requests_by_verb": dict(verbs),
         "outcome": outcome, "load_average_1m": round(os.getloadavg()[0], 2),
+        "trigger": "power-event" if power_event else "heartbeat",
     }
     print(f"incident: {json.dumps(entry)}", flush=True)
     return entry
@@ -168,19 +198,27 @@ def main() -> int:
     parser.add_argument("--pods", type=int, default=30000)
     parser.add_argument("--on-node", type=int, default=110)
     parser.add_argument("--profile", default=DEFAULT_PROFILE)
+    parser.add_argument("--power-event", action="store_true", help="the event-led path (node_outage_power_event_time)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
-    runs = json.loads(args.out.read_text()).get("runs", []) if args.out.exists() else []
+    current = json.loads(args.out.read_text()) if args.out.exists() else {}
     try:
-        entry = measure(args.nodes, args.pods, args.on_node, args.profile)
+        entry = measure(args.nodes, args.pods, args.on_node, args.profile, power_event=args.power_event)
     finally:
         subprocess.run([str(SCALE_SH), "down"], check=False)
+    if args.power_event:
+        events = [r for r in current.get("power_event_runs", []) if (r["cluster_nodes"], r["cluster_pods"], r["pods"]) !=
+                  (args.nodes, args.pods, args.on_node)] + [entry]
+        args.out.write_text(json.dumps({**current, "power_event_runs": events}, indent=1) + "\n")
+        return 0
+    runs = current.get("runs", [])
     runs = [r for r in runs if (r["cluster_nodes"], r["cluster_pods"], r["pods"]) !=
             (args.nodes, args.pods, args.on_node)] + [entry]
     # The headline entry is the largest cluster measured; all runs stay for the comparison.
     headline = max(runs, key=lambda r: (r["cluster_nodes"], r["pods"]))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({**headline, "runs": runs}, indent=1) + "\n")
+    power_event_runs = {"power_event_runs": current["power_event_runs"]} if current.get("power_event_runs") else {}
+    args.out.write_text(json.dumps({**headline, "runs": runs, **power_event_runs}, indent=1) + "\n")
     return 0
 
 

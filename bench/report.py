@@ -111,7 +111,29 @@ def target_lines(results: dict, raw_cost: list[dict]) -> list[str]:
         + "; ".join(f"{p} {verdict(median(p, 'statefulset_replaced'), 60)}" for p in profiles.ALL_PROFILES),
         "- With defaults and no remediation the StatefulSet pod is never replaced: " + never_replaced,
     ]
-    lines.append(cost_target_line({(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}))
+    by_cost = {(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}
+    lines.append(cost_target_line(by_cost))
+    lines.extend(power_event_target_lines(median, verdict, by_cost))
+    return lines
+
+
+def power_event_target_lines(median, verdict, by_cost: dict) -> list[str]:
+    """Issue 13's targets for the power-event profile: both replacements <= 15 s after power-off, and its
+    heartbeat write requests at 1000 nodes <= 1/5 of seed-001's."""
+    lines = [f"- power-event (stock heartbeats, failover led by the BMC's power event) ≤ 15 s after power-off: "
+             f"`statefulset_replaced` {verdict(median('power-event', 'statefulset_replaced'), 15)}; "
+             f"`deployment_replaced` {verdict(median('power-event', 'deployment_replaced'), 15)}"]
+    event, seed = by_cost.get(("power-event", 1000)), by_cost.get(("seed-001", 1000))
+    if not (event and seed):
+        return [*lines, "- power-event heartbeat write requests at 1000 nodes ≤ 1/5 of seed-001's: not measured"]
+    ratio = event["requested_heartbeat_rps"] / seed["requested_heartbeat_rps"]
+    verdict_text = f"**met** (ratio {ratio:.2f} ≤ 0.2)" if ratio <= 0.2 else f"**missed** (ratio {ratio:.2f} > 0.2)"
+    lines.append(
+        f"- power-event heartbeat write requests at 1000 nodes ≤ 1/5 of seed-001's: {verdict_text}: "
+        f"{event['requested_heartbeat_rps']:g} vs {seed['requested_heartbeat_rps']:g} writes/s asked for; measured "
+        f"{event['achieved_heartbeat_rps']:g} vs {seed['achieved_heartbeat_rps']:g} heartbeat writes/s got, "
+        f"{event['etcd_received_bytes_per_s'] / 1e6:.2f} vs {seed['etcd_received_bytes_per_s'] / 1e6:.2f} MB/s to etcd "
+        "(the event path adds no heartbeat: its own load is in the section on it)")
     return lines
 
 
@@ -146,7 +168,50 @@ def cost_target_line(by: dict) -> str:
         f"{seed['etcd_received_bytes_per_s'] / 1e6:.2f} MB/s ({seed['not_ready_nodes_at_end']} nodes NotReady at the end).")
 
 
-def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str) -> str:
+def _run_seconds(value) -> str:
+    return "—" if value is None else f"{value:g}"
+
+
+def event_led_table(runs: list[dict]) -> list[str]:
+    """One row per event-led run: the chain's milestones (seconds after power-off) and its own load."""
+    mine = [r for r in runs if r.get("trigger") == "power-event"]
+    if not mine:
+        return ["Not measured."]
+    lines = ["| run | victim | event in rulebook | node-outage started | taint (node Ready then?) | Deployment pod "
+             "| StatefulSet pod | NotReady | node-outage ok | BMC requests | rulebook CPU s | rulebook RSS MiB "
+             "| load (1m) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for number, r in enumerate(mine, start=1):
+        m = r["milestones"]
+        ready = {True: "Ready", False: "NotReady", None: "—"}[r.get("taint_while_ready")]
+        bmc = r.get("bmc_requests") or {}
+        own = sum(count for request, count in bmc.items() if "ComputerSystem.Reset" not in request)
+        memory = (r.get("rulebook_memory_kib") or {}).get("VmRSS")
+        lines.append(
+            f"| {number} | {r['victim']} | {_run_seconds(m.get('event_received'))} | {_run_seconds(m.get('playbook_started'))} "
+            f"| {_run_seconds(m.get('out_of_service_taint'))} ({ready}) | {_run_seconds(m.get('deployment_replaced'))} "
+            f"| {_run_seconds(m.get('statefulset_replaced'))} | {_run_seconds(m.get('not_ready'))} "
+            f"| {'yes' if r.get('node_outage_ok') else 'no'} | {own} | {_run_seconds(r.get('rulebook_cpu_seconds'))} "
+            f"| {_run_seconds(round(memory / 1024, 1) if memory else None)} | {r.get('load_average_1m', '—')} |")
+    return lines
+
+
+def event_incident_lines(raw_incident: dict | None) -> list[str]:
+    """API requests of one event-led node-outage run, counted in scale mode (bench/incident.py --power-event)."""
+    runs = (raw_incident or {}).get("power_event_runs") or []
+    if not runs:
+        return ["API requests of one event-led incident: not measured."]
+    lines = ["| pods on the node | cluster nodes | cluster pods | API requests | by verb | wall seconds | waits (s) "
+             "| outcome | load (1m) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        lines.append(f"| {r['pods']} | {r['cluster_nodes']} | {r['cluster_pods']} "
+                     f"| {r['api_requests'] if r['api_requests'] is not None else '—'} "
+                     f"| {json.dumps(r.get('requests_by_verb', {}))} | {_s(r.get('wall_seconds'))} "
+                     f"| {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} | {r.get('load_average_1m')} |")
+    return lines
+
+
+def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str,
+         runs: list[dict] | None = None) -> str:
     machine = results["machine"]
     gantt = [f"![{e}](timeline-{e}.png)" for e in dict.fromkeys(x["profile"] for x in results["timelines"])]
     text = [
@@ -156,7 +221,11 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         f"kube-scheduler and etcd built from the published modules), {machine['cpus']} CPUs ({machine['cpu_model']}), "
         f"{machine['memory_gib']} GiB, kernel {machine['kernel']}, {results['date']}. No other jobs ran; "
         "the four timeline labs shared the 2 CPUs with each other (each raw record carries the load average at "
-        "its time). All numbers below were measured; none is a model prediction. "
+        "its time). "
+        + "".join(f"The rows of {', '.join(e['profiles'])} were measured later, {e['date']}, on {e['cpus']} CPUs "
+                  f"({e['cpu_model']}), kernel {e['kernel']}, while other jobs ran on the same CPUs (load averages "
+                  "next to the numbers). " for e in machine.get("added", []))
+        + "All numbers below were measured; none is a model prediction. "
         "Machine-readable: [results.json](results.json); every run: [raw/](raw/).",
         "",
         "## How to run",
@@ -166,8 +235,9 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "bench/run.sh runs, in this order (logs in /var/tmp/nodeguard-bench-logs):",
         "",
-        "    # 1. timelines: four private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
-        "    #    ngbdefault: kubernetes-default, ngbseed: seed-001, ngbfast: fast aggressive, ngbbalanced: balanced",
+        "    # 1. timelines: five private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
+        "    #    ngbdefault: kubernetes-default, ngbseed: seed-001, ngbfast: fast aggressive, ngbbalanced: balanced,",
+        "    #    ngbpower: power-event (event-led runs only)",
         "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> --runs 5 "
         "--out docs/benchmarks/raw/timelines-<lab>.json",
         "    # 2. incident overhead, scale mode, one after the other",
@@ -177,6 +247,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "--out docs/benchmarks/raw/incident.json",
         "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 30 --profile kubernetes-default "
         "--out docs/benchmarks/raw/incident.json",
+        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 110 --profile power-event "
+        "--power-event --out docs/benchmarks/raw/incident.json",
         "    # 3. control-plane cost, scale mode",
         "    .venv/bin/python bench/cost.py --nodes 100 1000 --window 60 --out docs/benchmarks/raw/cost.json",
         "    # 4. this page, results.json and the plots",
@@ -234,6 +306,33 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "does not contain the 5-minute full status reports of the Lease-based profiles (their first report comes "
         "300 s after the switch): those profiles' numbers are the Lease path alone.",
         "",
+        "## Event-led failover (power-event): each run and the event path's own load",
+        "",
+        *event_led_table(runs or []),
+        "",
+        "How it is measured (bench/timeline.py, event-led runs; tests/integration/eda/power_event_chain.py): the lab "
+        "keeps its stock heartbeat settings. A real ansible-rulebook runs extensions/eda/rulebooks/power-events.yml "
+        "(TLS, bearer token) with the workers mapped, and playbooks/power-event-subscriptions.yml subscribes each "
+        "worker's Redfish BMC to it. The power-off through the BMC is the only action: the BMC posts "
+        "ResourcePoweredOff, the rulebook runs nodeguard.failover.node_outage with node_outage_power_event_time, "
+        "which waits inside for its proofs (Lease silent since the event and older than renew interval + margin, "
+        "BMC Off twice with identity). Milestones are seconds after the container is seen stopped; `event in "
+        "rulebook` and `node-outage started` are when the rulebook's log shows them (polled every 0.1 s); `taint` "
+        "is the first Node version with the out-of-service taint, and whether that version was still Ready. "
+        "`BMC requests`: the lab Redfish service's access log during the run, the power-off itself left out. "
+        "`rulebook CPU s`: ansible-rulebook's CPU during the run, its node-outage run included (/proc utime+stime "
+        "of the process and its waited-for children). The rulebook acts once per node in 30 minutes, so a victim "
+        "it has already seen gets a fresh rulebook and fresh subscriptions. None of this load is on etcd: the "
+        "BMC posts to the rulebook, not to the API server.",
+        "",
+        *event_incident_lines(raw_incident),
+        "",
+        "API requests (bench/incident.py --power-event): scale mode, stock profile; node-outage.yml is started right "
+        "at the node's power-off (kwok stops managing it) with `node_outage_power_event_time`, as the rulebook "
+        "starts it, and waits inside for its Lease proof; the power reading is a command hook that reports Off (no "
+        "BMC in scale mode, identity opted out with a reason). Counted from the apiserver's audit log of the "
+        "playbook's own identity, its Lease polling while it waits included.",
+        "",
         "## Incident playbook overhead",
         "",
         *incident_table(raw_incident),
@@ -250,12 +349,29 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
     return "\n".join(text)
 
 
+def with_added_machine(previous: dict, results: dict, added: list[str]) -> dict:
+    """results, measured where and when previous was, except the added profiles: this machine and date are
+    listed under machine.added for them (a page that mixes sessions says which numbers came from where)."""
+    machine = {key: value for key, value in previous["machine"].items() if key != "added"}
+    entries = [e for e in previous["machine"].get("added", []) if not set(e["profiles"]) & set(added)]
+    entries.append({"profiles": list(added), "date": results["date"], **results["machine"],
+                    "shared": "CPU shared with other jobs (other labs and tests) while these were measured; "
+                              "load averages are in raw/*.json and on the page"})
+    return {**results, "machine": {**machine, "added": entries}, "date": previous["date"]}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
+    parser.add_argument("--added", nargs="+", metavar="PROFILE",
+                        help="only these profiles' raw files are new: the machine and date of the existing "
+                             "results.json stay the page's, and this machine is named for these profiles")
     args = parser.parse_args()
     raw = args.out / "raw"
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
+    previous = args.out / "results.json"
+    if args.added and previous.exists():
+        results = with_added_machine(json.loads(previous.read_text()), results, args.added)
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
     measured = [r for r in raw_cost if not r.get("refused")]
@@ -266,7 +382,7 @@ def main() -> int:
     if readme.exists() and FINDINGS_START in readme.read_text():
         current = readme.read_text()
         findings = current.split(FINDINGS_START, 1)[1].split(FINDINGS_END, 1)[0]
-    readme.write_text(page(results, raw_cost, raw_incident, findings))
+    readme.write_text(page(results, raw_cost, raw_incident, findings, results_module.timeline_runs(raw)))
     print(f"report: {args.out / 'results.json'}, {readme}")
     return 0
 

@@ -4,7 +4,7 @@
 #   bench/run.sh            full run: 5 runs per profile and kind (about 2 hours on 2 cores)
 #   bench/run.sh --quick    smoke: one run each, 100 nodes, short windows
 #
-# 1. Failover timelines, in four private copies of the lab at once (bench/isolated-lab.sh), one per
+# 1. Failover timelines, in five private copies of the lab at once (bench/isolated-lab.sh), one per
 #    group of profiles: the slow profiles spend most of a run waiting for 300 s tolerations, so
 #    running them side by side costs little accuracy and saves more than an hour.
 # 2. Incident overhead, then 3. control-plane cost, in scale mode (lab/scale), one at a time on an
@@ -27,6 +27,7 @@ declare -A groups=(
   [ngbseed]="seed-001"
   [ngbfast]="fast aggressive"
   [ngbbalanced]="balanced"
+  [ngbpower]="power-event"
 )
 
 cleanup() {
@@ -40,7 +41,8 @@ trap cleanup EXIT INT TERM
 if $quick; then
   runs=1
   cost_args=(--nodes 100 --window 20)
-  incident_runs=("--nodes 100 --pods 1000 --on-node 110")
+  incident_runs=("--nodes 100 --pods 1000 --on-node 110"
+                 "--nodes 100 --pods 1000 --on-node 110 --power-event")
 else
   runs=5
   cost_args=(--nodes 100 1000 --window 60)
@@ -48,7 +50,9 @@ else
   # pods: the request count must follow the node's pods, not the cluster.
   incident_runs=("--nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default"
                  "--nodes 100 --pods 3000 --on-node 110 --profile kubernetes-default"
-                 "--nodes 100 --pods 3000 --on-node 30 --profile kubernetes-default")
+                 "--nodes 100 --pods 3000 --on-node 30 --profile kubernetes-default"
+                 # the event-led path of the power-event profile (its own API requests)
+                 "--nodes 100 --pods 3000 --on-node 110 --profile power-event --power-event")
 fi
 
 mkdir -p "$out/raw" "$logs"

@@ -7,13 +7,23 @@ stopped.
 Two kinds of run per profile:
 - unremediated: nothing but Kubernetes. Records not_ready, unreachable_taint, endpoint_removed,
   deployment_replaced and statefulset_replaced_unremediated (given up after a cap).
-- remediated: playbooks/node-outage.yml started as soon as the node is NotReady, as an automation
-  that reacts to the NotReady event would. It waits inside (node_outage_proof_timeout) until its
-  proofs hold: NotReady for node_outage_not_ready_seconds (the preset's remediation.not_ready_seconds
-  from the model; the role default of 60 s for the two reference profiles, which are not ours), a
-  stale Lease and the BMC reading Off. Records statefulset_replaced (and the detection milestones).
+- remediated: the documented commands. Before a preset's remediated runs, tune-failover.yml
+  -e failover_preset=<preset> (it records the applied profile in the cluster); the reference profiles
+  are never tuned. Then playbooks/node-outage.yml -e outage_nodes=<node>, started as soon as the node
+  is NotReady, as an automation that reacts to the NotReady event would, with no timing variable: it
+  takes its NotReady wait from the applied profile (the preset's remediation.not_ready_seconds), else
+  the stock 60 s, and waits inside (node_outage_proof_timeout) until its proofs hold: that NotReady
+  time, a stale Lease and the BMC reading Off. Records statefulset_replaced (and the detection milestones).
 deployment_replaced is recorded from unremediated runs only: the out-of-service taint of a
 remediated run evicts the Deployment's pods early, which is another measurement.
+
+The event-led profiles (power-event) have one kind of run, event-led: the lab's Redfish BMC is
+subscribed (EventService) to a real ansible-rulebook running extensions/eda/rulebooks/power-events.yml
+(tests/integration/eda/power_event_chain.py), and the power-off alone starts the failover: the BMC's
+ResourcePoweredOff event -> the rulebook -> node-outage with node_outage_power_event_time. Nothing is
+started by the benchmark after the power-off. Every milestone is recorded from these runs, also
+deployment_replaced (node-outage deletes the Deployment's pod too) and not_ready, which may come
+after the replacement; plus out_of_service_taint and whether the node was still Ready in the API then.
 """
 
 from __future__ import annotations
@@ -32,10 +42,14 @@ from kubernetes import client, watch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 sys.path.insert(0, str(REPO / "tests" / "integration"))
+sys.path.insert(0, str(REPO / "tests" / "integration" / "eda"))
 
 import lab_profile  # noqa: E402
 import lablib  # noqa: E402
 import profiles  # noqa: E402
+
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+INCIDENT = "failover.nodeguard.io/incident"
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
 DETECTION = ("not_ready", "unreachable_taint", "endpoint_removed")
@@ -119,7 +133,7 @@ def spread_workloads(core) -> None:
     lablib.wait_for(lablib.workloads_ready, timeout=180, interval=2, what="workloads Ready")
 
 
-def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: list) -> list[Watcher]:
+def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: list, taint_seen: dict) -> list[Watcher]:
     api = lablib.api_client()
     core, discovery = client.CoreV1Api(api), client.DiscoveryV1Api(api)
     others = set(lablib.worker_names()) - {victim}
@@ -131,6 +145,11 @@ def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: li
                 marks.mark("not_ready")
             if any(t.key == UNREACHABLE and t.effect == "NoExecute" for t in node.spec.taints or []):
                 marks.mark("unreachable_taint")
+            if marks.t0 is not None and "node_ready" not in taint_seen \
+                    and any(t.key == OUT_OF_SERVICE for t in node.spec.taints or []):
+                # The first version of the Node that carries the taint: was it still Ready then?
+                taint_seen["node_ready"] = _ready(node.status.conditions)
+                marks.mark("out_of_service_taint")
         elif name in others and not _ready(node.status.conditions) and marks.t0 is not None:
             disturbed.append(f"{name} NotReady during the run")
 
@@ -180,14 +199,15 @@ def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, dead
     log["not_ready_seconds"] = not_ready_seconds
     while time.monotonic() < deadline:
         started = time.monotonic()
-        timings = {"outage_nodes": victim, "node_outage_not_ready_seconds": not_ready_seconds,
-                   "node_outage_proof_timeout": max(1, int(deadline - started))}
+        # No timing variable: the wait is the applied profile's, as for a user (the run prints its source).
+        timings = {"outage_nodes": victim, "node_outage_proof_timeout": max(1, int(deadline - started))}
         result = subprocess.run(
             [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lablib.STATE / "inventory.yml"),
              str(REPO / "playbooks" / "node-outage.yml"), "-e", json.dumps(timings)],
             capture_output=True, text=True, cwd=REPO, env=env, check=False)
         attempts.append({"started_s": round(started - marks.t0, 1), "seconds": round(time.monotonic() - started, 1),
                          "rc": result.returncode})
+        log["timing"] = next((line.strip(" -'\"") for line in result.stdout.splitlines() if "not_ready_seconds=" in line), "")
         if result.returncode == 0:
             break
         log["last_refusal"] = [line for line in result.stdout.splitlines() if "msg" in line][-3:]
@@ -195,7 +215,23 @@ def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, dead
     log["playbook_attempts"] = attempts
 
 
-def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
+def tune_like_a_user(preset: str) -> None:
+    """ansible-playbook playbooks/tune-failover.yml -e failover_preset=<preset>, as the README says."""
+    env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
+    lablib.reset_lab(timeout=300)  # every node on and Ready: the tune touches all of them
+    result = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lablib.STATE / "inventory.yml"),
+         str(REPO / "playbooks" / "tune-failover.yml"), "-e", f"failover_preset={preset}"],
+        capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"tune-failover.yml -e failover_preset={preset} failed:\n{result.stdout[-3000:]}")
+    print(f"timeline: tune-failover.yml -e failover_preset={preset}: ok", flush=True)
+    lablib.wait_for(lablib.lab_is_up, timeout=300, interval=2, what="kube-apiserver ready")
+
+
+def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> dict:
+    """One power-off. chains (an event-led run): gives the power-event chain for the victim; the
+    power-off alone must lead to the failover."""
     core = lablib.core()
     lablib.reset_lab(timeout=300)
     victim, baseline = victim_and_baseline(core)
@@ -204,21 +240,29 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
         victim, baseline = victim_and_baseline(core)
     if not victim:
         raise RuntimeError("no worker holds both a web and a db pod")
-    if remediated:
+    chain = chains.for_victim(victim) if chains else None
+    if remediated or chain:
         lablib.kubectl("create", "namespace", LOCK_NAMESPACE, check=False)
-    marks, disturbed, log = Milestones(), [], {}
-    watchers = start_watchers(victim, baseline, marks, disturbed)
+    marks, disturbed, log, taint_seen = Milestones(), [], {}, {}
+    watchers = start_watchers(victim, baseline, marks, disturbed, taint_seen)
     for watcher in watchers:
         watcher.synced.wait(timeout=30)
+    if chain:
+        chain.mark_run_start()
     marks.t0 = power_off_and_time(victim)
+    if chain:
+        chain.watch(victim, marks.mark)
     deadline = marks.t0 + cap_seconds
     wanted = DETECTION + (("statefulset_replaced",) if remediated else ("deployment_replaced", "statefulset_replaced"))
     remediation = None
-    if remediated:
+    if remediated and not chain:
         remediation = threading.Thread(target=run_remediation, daemon=True,
                                        args=(victim, remediation_not_ready_seconds(profile), marks, deadline, log))
         remediation.start()
-    if remediated:
+    if chain:
+        # Every milestone, in whatever order they come (not_ready may follow the replacement).
+        marks.wait((*DETECTION, "deployment_replaced", "statefulset_replaced"), deadline)
+    elif remediated:
         marks.wait(wanted, deadline)
     else:
         # The StatefulSet pod is not replaced without remediation: once the Deployment's pod is,
@@ -233,14 +277,22 @@ def one_run(profile: str, remediated: bool, cap_seconds: float) -> dict:
     for watcher in watchers:
         watcher.stop()
     seen = dict(marks.seen)
-    if not remediated:
+    if chain:
+        annotations = core.read_node(victim).metadata.annotations or {}
+        record = json.loads(annotations.get(INCIDENT, "{}"))
+        log.update(trigger="power-event", taint_while_ready=taint_seen.get("node_ready"),
+                   rulebook_startup_seconds=chain.startup_seconds, **chain.run_report(victim),
+                   incident_record={key: record.get(key) for key in ("trigger", "power_event", "steps")})
+    elif not remediated:
         seen["statefulset_replaced_unremediated"] = seen.pop("statefulset_replaced", None)
     else:
         seen.pop("deployment_replaced", None)
     result = {"profile": profile, "remediated": remediated, "victim": victim, "cap_s": cap_seconds,
               "milestones": seen, "disturbed": sorted(set(disturbed)), "load_average_1m": round(os.getloadavg()[0], 2),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **log}
-    print(f"timeline: {profile} {'remediated' if remediated else 'unremediated'} on {victim}: {seen}"
+    kind = "event-led" if chain else ("remediated" if remediated else "unremediated")
+    print(f"timeline: {profile} {kind} on {victim}: {seen}"
+          f"{' taint while Ready: ' + str(taint_seen.get('node_ready')) if chain else ''}"
           f"{' DISTURBED ' + str(disturbed) if disturbed else ''}", flush=True)
     return result
 
@@ -259,10 +311,61 @@ def cap_for(profile: str, remediated: bool) -> float:
     if prediction is None:  # seed-001: detection like fast, eviction at the default 300s
         prediction = profiles.model_prediction("kubernetes-default", node_count=4)
     timeline = prediction["timeline"]
+    if profile in profiles.EVENT_LED_PROFILES:  # the last milestone expected is not_ready (stock settings)
+        return max(90.0, 2 * timeline["not_ready"]["expected"])
     # Remediated: detection + the NotReady proof the playbook is given + its run (about 15s).
     remediated_expected = timeline["not_ready"]["expected"] + remediation_not_ready_seconds(profile) + 15
     expected = remediated_expected if remediated else timeline["deployment_replaced"]["expected"]
     return max(90.0, 2 * expected)
+
+
+class Chains:
+    """The power-event chain (ansible-rulebook + the BMCs' subscriptions) of the event-led runs. The rulebook
+    acts at most once per node in 30 minutes (its cool-down), so a victim it has already seen gets a fresh
+    chain, as if the benchmark were 30 minutes later."""
+
+    def __init__(self, workdir: Path, log_out: Path) -> None:
+        self.workdir, self.log_out = workdir, log_out
+        self.chain, self.seen, self.started = None, set(), 0
+
+    def for_victim(self, victim: str):
+        from power_event_chain import PowerEventChain
+
+        if self.chain is None or victim in self.seen:
+            self.stop()
+            self.started += 1
+            workdir = self.workdir / f"chain-{self.started}"
+            workdir.mkdir()
+            self.chain, self.seen = PowerEventChain(workdir, lablib.worker_names()), set()
+        self.seen.add(victim)
+        return self.chain
+
+    def stop(self) -> None:
+        if self.chain is not None:
+            try:
+                with self.log_out.open("a") as log:
+                    log.write(self.chain.redacted_log())
+            finally:
+                self.chain.stop()
+                self.chain = None
+
+
+def event_led_runs(profile: str, runs: int, results: list, out: Path) -> list:
+    """runs event-led runs (see Chains); the rulebook's log (token redacted) goes next to out."""
+    import tempfile
+
+    log_out = out.parent / f"rulebook-{profile}.log"
+    log_out.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="ngpev-") as workdir:
+        chains = Chains(Path(workdir), log_out)
+        try:
+            for _run in range(runs):
+                results.append(one_run(profile, True, cap_for(profile, True), chains=chains))
+                out.parent.mkdir(parents=True, exist_ok=True)
+                out.write_text(json.dumps(results, indent=1) + "\n")
+        finally:
+            chains.stop()
+    return results
 
 
 def main() -> int:
@@ -286,8 +389,13 @@ def main() -> int:
             print(f"timeline: profile {profile} applied: {applied}", flush=True)
             slow = profile in profiles.REFERENCE_PROFILES
             runs = args.slow_runs if (slow and args.slow_runs is not None) else args.runs
+            if profile in profiles.EVENT_LED_PROFILES:
+                results = event_led_runs(profile, runs, results, args.out)
+                continue
             for kind in args.kinds:
                 remediated = kind == "remediated"
+                if remediated and profile in profiles.PRESETS:
+                    tune_like_a_user(profile)
                 for _run in range(runs):
                     results.append(one_run(profile, remediated, cap_for(profile, remediated)))
                     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -297,6 +405,7 @@ def main() -> int:
         lablib.reset_lab(timeout=300)
         default = profiles.profile_settings("kubernetes-default")
         lab_profile.apply(default)
+        lablib.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, "nodeguard-applied-profile", "--ignore-not-found")
         for component, text in original.items():  # leave the manifests as they were found
             if lablib.read_manifest(component) != text:
                 lablib.write_manifest(component, text)

@@ -1,0 +1,37 @@
+"""The page's power-event parts: its targets (issue 13) and which machine measured which numbers."""
+
+import report
+
+
+def verdict(value, limit):
+    return "met" if value <= limit else "missed"
+
+
+def cost(profile, requested, achieved=1.0):
+    return {"profile": profile, "nodes": 1000, "requested_heartbeat_rps": requested, "achieved_heartbeat_rps": achieved,
+            "etcd_received_bytes_per_s": 1e6}
+
+
+def test_power_event_targets_are_15_s_after_power_off_and_a_fifth_of_seed_001s_heartbeat_requests():
+    medians = {("power-event", "statefulset_replaced"): 14.0, ("power-event", "deployment_replaced"): 16.0}
+    by_cost = {("power-event", 1000): cost("power-event", 103.33), ("seed-001", 1000): cost("seed-001", 1100)}
+    timing, heartbeats = report.power_event_target_lines(lambda p, m: medians[(p, m)], verdict, by_cost)
+    assert "`statefulset_replaced` met" in timing and "`deployment_replaced` missed" in timing
+    assert "**met** (ratio 0.09 ≤ 0.2)" in heartbeats and "103.33 vs 1100" in heartbeats
+
+
+def test_power_event_heartbeat_target_without_both_measurements_says_not_measured():
+    lines = report.power_event_target_lines(lambda p, m: 10.0, verdict, {("power-event", 1000): cost("power-event", 103.33)})
+    assert lines[-1].endswith("not measured")
+
+
+def test_added_profiles_keep_the_earlier_machine_and_name_this_one_for_them():
+    previous = {"date": "2026-11-22T07:59:50Z", "machine": {"cpu_model": "Xeon", "kernel": "a"}}
+    new = {"date": "2026-11-23T09:00:00Z", "machine": {"cpus": 2, "cpu_model": "EPYC", "kernel": "b"}, "timelines": []}
+    merged = report.with_added_machine(previous, new, ["power-event"])
+    assert merged["date"] == "2026-11-22T07:59:50Z" and merged["machine"]["cpu_model"] == "Xeon"
+    (added,) = merged["machine"]["added"]
+    assert added["profiles"] == ["power-event"] and added["cpu_model"] == "EPYC" and added["date"] == "2026-11-23T09:00:00Z"
+    # measured again later: one entry per profile set, the newest
+    again = report.with_added_machine(merged, {**new, "date": "2026-11-23T10:00:00Z"}, ["power-event"])
+    assert [a["date"] for a in again["machine"]["added"]] == ["2026-11-23T10:00:00Z"]
