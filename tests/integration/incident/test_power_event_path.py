@@ -11,18 +11,23 @@
    runs at once with node_outage_power_event_time. It taints while the node is still Ready in the API (before
    the node lifecycle controller's NotReady), db-0 becomes Ready elsewhere, the record says trigger power-event.
    The rulebook-driven version (real BMC event -> ansible-rulebook) is tests/integration/eda (helper D).
+3. With the admission policy of deploy/admission/ bound and powerEventPath false (its default), the same run
+   for a powered-off, still Ready worker is refused at the taint with the API's own message; nothing changed.
 The lab is reset afterwards (resets_lab), and the incident history this module wrote is removed.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from test_incident_lab import (
     LOCK_NAMESPACE,
     NAMESPACE,
+    OOS,
     assert_refused_unchanged,
     node_obj,
     playbook,
@@ -52,6 +57,11 @@ def off_hook(tmp_path, node: str) -> dict:
     )
     script.chmod(0o700)
     return {"type": "command", "command": [str(script)], "off_confirm_seconds": 1}
+
+
+ADMISSION = Path(__file__).resolve().parents[3] / "deploy" / "admission"
+POLICY_OBJECTS = [("validatingadmissionpolicybinding", "nodeguard-out-of-service-taint"),
+                  ("validatingadmissionpolicy", "nodeguard-out-of-service-taint")]
 
 
 def lease_renew_time(lab, node: str) -> float:
@@ -107,6 +117,7 @@ def test_a_powered_off_worker_is_failed_over_while_still_ready(lab, remediator):
         assert lab.node_ready(target), "the node was NotReady already; the lab is tuned too fast for this test"
         result = playbook(remediator, "node-outage", target, node_outage_power_event_time=rfc3339(event),
                           node_outage_proof_timeout=60)
+        finished = time.time()
         output = result.stdout + result.stderr
         assert result.returncode == 0, output[-4000:]
         rec = record(lab, target)
@@ -126,5 +137,41 @@ def test_a_powered_off_worker_is_failed_over_while_still_ready(lab, remediator):
         assert f"{NAMESPACE}/db-0" in [r["pod"] for r in rec["replacements"]["replaced"]]
         tainted_events = lab.core().list_namespaced_event("default", field_selector=f"involvedObject.name={target},reason=FailoverTainted").items
         assert any("trigger power-event at" in e.message for e in tainted_events)
+        print(f"\npower-off to taint {tainted.timestamp() - event:.0f}s (node still Ready), to the run's end "
+              f"(replacements Ready) {finished - event:.1f}s; replacements: {rec['replacements']['replaced']}")
+    finally:
+        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
+
+
+@pytest.fixture()
+def policy_bound(lab):
+    """deploy/admission/ bound with its defaults (powerEventPath false) for one test; removed afterwards if it was not there."""
+    existed = {obj: bool(lab.kubectl("get", *obj, "--ignore-not-found", "-o", "name").stdout.strip()) for obj in POLICY_OBJECTS}
+    lab.reset_lab()
+    probe = ("patch", "node", lab.worker_names()[0], "--dry-run=server", "--type=merge", "-p",
+             json.dumps({"spec": {"taints": [{"key": OOS, "value": "nodeshutdown", "effect": "NoExecute"}]}}))
+    lab.kubectl("apply", "-f", str(ADMISSION))
+    try:
+        # A server-side dry run (changes nothing) shows when the API server enforces the new policy.
+        lab.wait_for(lambda: "incident record" in lab.kubectl(*probe, check=False).stderr, timeout=60, what="the admission policy in force")
+        yield
+    finally:
+        for obj in POLICY_OBJECTS:
+            if not existed[obj]:
+                lab.kubectl("delete", *obj, "--ignore-not-found", check=False)
+
+
+def test_the_admission_policy_without_power_event_path_refuses_the_taint(lab, remediator, policy_bound):
+    target = lab.worker_names()[-1]
+    before, histories = state(lab, target), history_names(lab)
+    try:
+        lab.power_off(target)
+        event = time.time()
+        result = playbook(remediator, "node-outage", target, node_outage_power_event_time=rfc3339(event),
+                          node_outage_proof_timeout=60)
+        output = result.stdout + result.stderr
+        assert_refused_unchanged(lab, target, result, before, "refused [taint-refused]")
+        assert "ValidatingAdmissionPolicy" in output and "powerEventPath is false" in output, output[-3000:]
+        assert record(lab, target) is None and history_names(lab) == histories
     finally:
         lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
