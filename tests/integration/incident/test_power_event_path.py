@@ -138,7 +138,8 @@ def test_a_powered_off_worker_is_failed_over_while_still_ready(lab, remediator):
         tainted_events = lab.core().list_namespaced_event("default", field_selector=f"involvedObject.name={target},reason=FailoverTainted").items
         assert any("trigger power-event at" in e.message for e in tainted_events)
         print(f"\npower-off to taint {tainted.timestamp() - event:.0f}s (node still Ready), to the run's end "
-              f"(replacements Ready) {finished - event:.1f}s; replacements: {rec['replacements']['replaced']}")
+              f"(replacements Ready) {finished - event:.1f}s; steps: {rec['steps']}; proofs: {rec['proofs']}; "
+              f"replacements: {rec['replacements']['replaced']}")
     finally:
         lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
 
