@@ -245,3 +245,11 @@ def test_the_timeline_of_a_power_event_incident_counts_from_the_event():
     assert rows[0] == {"event": "power event (BMC: Off)", "time": event, "seconds": 0}
     taint = next(r for r in rows if r["event"] == "out-of-service taint added")
     assert taint["seconds"] > 20  # the run started 20 s after the event
+
+
+def test_check_mode_proves_on_the_power_event_path_and_changes_nothing():
+    cluster, clock, power, event = event_setup()
+    before = cluster.snapshot()
+    result = OutageRun(cluster, power, options(power_event_time=event), clock, check_mode=True).run()
+    assert cluster.snapshot() == before and not result["changed"]
+    assert [(p["name"], p["ok"]) for p in result["proofs"]] == [("lease-silent", True), ("power-off", True)]
