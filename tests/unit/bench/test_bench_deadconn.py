@@ -61,3 +61,26 @@ def test_results_json_carries_the_summary_and_validates_it(tmp_path):
     broken = dict(built, dead_connections=[dict(data, metric="dead_connection_other")])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, results.SCHEMA)
+
+
+def sample(t, total_retrans, backoff, rto_ms=204.0, probes=0):
+    return {"t": t, "total_retrans": total_retrans, "backoff": backoff, "rto_ms": rto_ms, "probes": probes}
+
+
+def test_kernel_facts_find_the_tail_loss_probe_the_backoff_reverts_and_the_late_probes():
+    data = dict(record("kubernetes-default", "data", 925.2, error="EHOSTUNREACH"), predicted_s=924.6,
+                rto_before_ms=204.0, user_timeout_ms=0, sysctls=deadconn.sysctls("kubernetes-default"),
+                neighbour=[{"t_since_off": 8.2, "line": "10.89.77.102 dev eth0 FAILED"}],
+                timeline=[sample(0.0, 0, 0), sample(0.215, 1, 0), sample(0.42, 2, 1), sample(13.4, 7, 6),
+                          sample(16.5, 7, 5), sample(120.0, 30, 6), sample(126.6, 31, 6)])
+    idle = dict(record("fast", "idle", 60.8), predicted_s=60, rto_before_ms=204.0, user_timeout_ms=0,
+                sysctls=deadconn.sysctls("fast"), neighbour=[],
+                timeline=[sample(30.6, 0, 0, probes=1), sample(40.8, 0, 0, probes=2), sample(51.0, 0, 0, probes=3)])
+    facts = deadconn.kernel_facts({"measurements": [data, idle]})
+    assert (facts["tlp_count"], facts["tlp_s"]) == (1, 0.215)
+    assert facts["reverts"] == 1
+    assert facts["stock_interval_s"] == pytest.approx(6.6)
+    assert facts["probe_late_pct"] == pytest.approx(2.0)
+    assert (facts["before_bound"], facts["past_bound_max_s"]) == (0, pytest.approx(0.6))
+    assert facts["arp_failed_s"] == [8.2, 8.2]
+    assert facts["errors"] == {"kubernetes-default data": {"EHOSTUNREACH": 1}, "fast idle": {"ETIMEDOUT": 1}}
