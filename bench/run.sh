@@ -78,11 +78,18 @@ for lab in "${!groups[@]}"; do
   pids+=("$!")
   sleep 20  # stagger the lab start-ups
 done
+# Dead TCP connections (bench/deadconn.sh, a private lab of its own with 4 workers, about 16 minutes):
+# kernel timers, not CPU-bound, so they run beside the timelines. Six labs at once need more inotify
+# instances than the kernel's default 128 (fs.inotify.max_user_instances; systemd in each container).
+deadconn() { if $quick; then bench/deadconn.sh --quick; else bench/deadconn.sh; fi; }
+deadconn >"$logs/deadconn.log" 2>&1 &
+deadconn_pid=$!
 # A failed group does not stop the rest: its runs so far stay in raw/, the page counts them, and
 # the script exits non-zero at the end.
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 [ "$failed" = 0 ] || echo "bench: a timeline group failed, see $logs/timelines-*.log; continuing" >&2
+wait "$deadconn_pid" || { failed=1; echo "bench: dead-connection measurement failed, see $logs/deadconn.log" >&2; }
 
 echo "bench: incident overhead (scale mode)"
 rm -f "$out/raw/incident.json"
