@@ -17,6 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
+import deadconn  # noqa: E402
 import plots  # noqa: E402
 import profiles  # noqa: E402
 import results as results_module  # noqa: E402
@@ -240,6 +241,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "    #    ngbpower: power-event (event-led runs only)",
         "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> --runs 5 "
         "--out docs/benchmarks/raw/timelines-<lab>.json",
+        "    #    beside them: dead TCP connections, a private lab of 4 workers (about 16 minutes)",
+        "    bench/deadconn.sh",
         "    # 2. incident overhead, scale mode, one after the other",
         "    .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default "
         "--out docs/benchmarks/raw/incident.json",
@@ -257,6 +260,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "## Targets",
         "",
         *target_lines(results, raw_cost),
+        *([deadconn.target_line(results["dead_connections"])] if results.get("dead_connections") else []),
         "",
         FINDINGS_START,
         findings.strip(),
@@ -333,6 +337,10 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "BMC in scale mode, identity opted out with a reason). Counted from the apiserver's audit log of the "
         "playbook's own identity, its Lease polling while it waits included.",
         "",
+        "## Dead TCP connections (real kernel)",
+        "",
+        *dead_connection_lines(results),
+        "",
         "## Incident playbook overhead",
         "",
         *incident_table(raw_incident),
@@ -347,6 +355,17 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
     ]
     return "\n".join(text)
+
+
+def dead_connection_lines(results: dict) -> list[str]:
+    """bench/deadconn.py's summary; its own page has the method and where the kernel and the model differ."""
+    rows = results.get("dead_connections")
+    if not rows:
+        return ["Not measured in this run (bench/deadconn.sh writes raw/dead-connections.json)."]
+    return ["Seconds until a client's socket fails after its peer lost power (data in flight from the write, idle "
+            "with keepalive from the last segment received), next to the model's prediction. Method, every "
+            "connection's timers, and where the kernel and the model differ: "
+            "[dead-connections.md](dead-connections.md).", "", deadconn.table({"summary": rows})]
 
 
 def with_added_machine(previous: dict, results: dict, added: list[str]) -> dict:

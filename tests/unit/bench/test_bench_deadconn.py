@@ -84,3 +84,16 @@ def test_kernel_facts_find_the_tail_loss_probe_the_backoff_reverts_and_the_late_
     assert (facts["before_bound"], facts["past_bound_max_s"]) == (0, pytest.approx(0.6))
     assert facts["arp_failed_s"] == [8.2, 8.2]
     assert facts["errors"] == {"kubernetes-default data": {"EHOSTUNREACH": 1}, "fast idle": {"ETIMEDOUT": 1}}
+
+
+def test_the_benchmark_page_shows_the_summary_the_target_and_links_the_details():
+    import report
+
+    summary = deadconn.summarise([record("fast", "data", 54.3), record("fast", "idle", 60.8)], ["fast"])
+    lines = report.dead_connection_lines({"dead_connections": summary})
+    assert "[dead-connections.md](dead-connections.md)" in lines[0]
+    assert "| fast | data | tcp_retries2=7 | 51 | 54.3 (54.3-54.3) | 1 | +6.5 % | ETIMEDOUT |" in lines[-1]
+    assert report.dead_connection_lines({})[0].startswith("Not measured")
+    assert "**met**" in deadconn.target_line(summary)
+    assert "**missed** by fast dead_connection_data (+13.7 %)" in deadconn.target_line(
+        deadconn.summarise([record("fast", "data", 58.0)], ["fast"]))
