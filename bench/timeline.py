@@ -260,8 +260,10 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> 
                                        args=(victim, remediation_not_ready_seconds(profile), marks, deadline, log))
         remediation.start()
     if chain:
-        # Every milestone, in whatever order they come (not_ready may follow the replacement).
-        marks.wait((*DETECTION, "deployment_replaced", "statefulset_replaced"), deadline)
+        # Every milestone, in whatever order they come (not_ready may follow the replacement), and the end of
+        # node-outage's run (it verifies the replacements after they are Ready), so its outcome and CPU count.
+        marks.wait((*DETECTION, "deployment_replaced", "statefulset_replaced", "playbook_finished"), deadline)
+        time.sleep(1)  # its process is reaped after it prints the recap
     elif remediated:
         marks.wait(wanted, deadline)
     else:
