@@ -339,6 +339,7 @@ def main() -> int:
     parser.add_argument("--blackhole-seconds", type=float, default=60)
     parser.add_argument("--node", default="ng-worker1", help="the worker node-outage is started for")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--note", default="stock heartbeat settings", help="what the lab runs (stored with the results)")
     args = parser.parse_args()
     if podman("container", "exists", "ng-lb", check=False).returncode != 0:
         raise SystemExit("lb_drill: no ng-lb: start the lab with NODEGUARD_LAB_LB=1")
@@ -358,7 +359,8 @@ def main() -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps({
             "command": "NODEGUARD_BENCH_NAME=nglb bench/isolated-lab.sh run .venv/bin/python bench/lb_drill.py "
-                       f"--runs {args.runs} --out {args.out}",
+                       f"--runs {args.runs} --out {args.out} --note '{args.note}'",
+            "note": args.note,
             "kubelet_servers": servers,
             "started": stamp(started),
             "runs_done": index + 1,
