@@ -241,7 +241,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "    #    ngbpower: power-event (event-led runs only)",
         "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> --runs 5 "
         "--out docs/benchmarks/raw/timelines-<lab>.json",
-        "    #    beside them: dead TCP connections, a private lab of 4 workers (about 16 minutes)",
+        "    #    beside them: dead TCP connections, a private lab of 4 workers (about 50 minutes)",
         "    bench/deadconn.sh",
         "    # 2. incident overhead, scale mode, one after the other",
         "    .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default "

@@ -78,7 +78,7 @@ for lab in "${!groups[@]}"; do
   pids+=("$!")
   sleep 20  # stagger the lab start-ups
 done
-# Dead TCP connections (bench/deadconn.sh, a private lab of its own with 4 workers, about 16 minutes):
+# Dead TCP connections (bench/deadconn.sh, a private lab of its own with 4 workers, about 50 minutes):
 # kernel timers, not CPU-bound, so they run beside the timelines. Six labs at once need more inotify
 # instances than the kernel's default 128 (fs.inotify.max_user_instances; systemd in each container).
 deadconn() { if $quick; then bench/deadconn.sh --quick; else bench/deadconn.sh; fi; }

@@ -97,3 +97,13 @@ def test_the_benchmark_page_shows_the_summary_the_target_and_links_the_details()
     assert "**met**" in deadconn.target_line(summary)
     assert "**missed** by fast dead_connection_data (+13.7 %)" in deadconn.target_line(
         deadconn.summarise([record("fast", "data", 58.0)], ["fast"]))
+
+
+def test_independent_runs_get_a_power_off_each_but_stock_shares_one(monkeypatch):
+    calls = []
+    monkeypatch.setattr(deadconn, "measure_power_off",
+                        lambda lane, client, server, setting, runs, first_run: calls.append((setting, runs, first_run)) or [])
+    deadconn.measure_setting("l", "c", "s", "fast", 3, independent=True)
+    deadconn.measure_setting("l", "c", "s", "kubernetes-default", 3, independent=True)
+    deadconn.measure_setting("l", "c", "s", "fast", 3, independent=False)
+    assert calls == [("fast", 1, 1), ("fast", 1, 2), ("fast", 1, 3), ("kubernetes-default", 3, 1), ("fast", 3, 1)]
