@@ -208,6 +208,7 @@ def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, dead
         attempts.append({"started_s": round(started - marks.t0, 1), "seconds": round(time.monotonic() - started, 1),
                          "rc": result.returncode})
         log["timing"] = next((line.strip(" -'\"") for line in result.stdout.splitlines() if "not_ready_seconds=" in line), "")
+        log["proofs"] = next((line.strip(" -'\"") for line in result.stdout.splitlines() if "proofs: [" in line), "")
         if result.returncode == 0:
             break
         log["last_refusal"] = [line for line in result.stdout.splitlines() if "msg" in line][-3:]
@@ -326,8 +327,8 @@ class Chains:
     acts at most once per node in 30 minutes (its cool-down), so a victim it has already seen gets a fresh
     chain, as if the benchmark were 30 minutes later."""
 
-    def __init__(self, workdir: Path, log_out: Path) -> None:
-        self.workdir, self.log_out = workdir, log_out
+    def __init__(self, workdir: Path, log_out: Path, node_outage_vars: dict | None = None) -> None:
+        self.workdir, self.log_out, self.node_outage_vars = workdir, log_out, node_outage_vars or {}
         self.chain, self.seen, self.started = None, set(), 0
 
     def for_victim(self, victim: str):
@@ -338,7 +339,8 @@ class Chains:
             self.started += 1
             workdir = self.workdir / f"chain-{self.started}"
             workdir.mkdir()
-            self.chain, self.seen = PowerEventChain(workdir, lablib.worker_names()), set()
+            self.chain = PowerEventChain(workdir, lablib.worker_names(), inventory_vars=self.node_outage_vars)
+            self.seen = set()
         self.seen.add(victim)
         return self.chain
 
@@ -352,17 +354,19 @@ class Chains:
                 self.chain = None
 
 
-def event_led_runs(profile: str, runs: int, results: list, out: Path) -> list:
-    """runs event-led runs (see Chains); the rulebook's log (token redacted) goes next to out."""
+def event_led_runs(profile: str, runs: int, results: list, out: Path, node_outage_vars: dict | None = None) -> list:
+    """runs event-led runs (see Chains); the rulebook's log (token redacted) goes next to out. node_outage_vars:
+    inventory variables for the rulebook's node-outage runs (a variant; recorded in each run)."""
     import tempfile
 
     log_out = out.parent / f"rulebook-{profile}.log"
     log_out.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="ngpev-") as workdir:
-        chains = Chains(Path(workdir), log_out)
+        chains = Chains(Path(workdir), log_out, node_outage_vars)
         try:
             for _run in range(runs):
-                results.append(one_run(profile, True, cap_for(profile, True), chains=chains))
+                result = one_run(profile, True, cap_for(profile, True), chains=chains)
+                results.append({**result, "node_outage_vars": node_outage_vars} if node_outage_vars else result)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(results, indent=1) + "\n")
         finally:
@@ -378,6 +382,9 @@ def main() -> int:
                         help="runs for profiles whose eviction waits the default 300s (kubernetes-default, seed-001)")
     parser.add_argument("--kinds", nargs="+", default=["unremediated", "remediated"])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--node-outage-vars", type=json.loads, default=None,
+                        help='event-led runs: inventory variables for node-outage, as JSON (a variant, e.g. '
+                             '\'{"node_outage_lease_margin_seconds": 2}\'); recorded in each run')
     args = parser.parse_args()
     results = json.loads(args.out.read_text()) if args.out.exists() else []
     original = {c: lablib.read_manifest(c) for c in lab_profile.MANAGED_FLAGS}
@@ -392,7 +399,7 @@ def main() -> int:
             slow = profile in profiles.REFERENCE_PROFILES
             runs = args.slow_runs if (slow and args.slow_runs is not None) else args.runs
             if profile in profiles.EVENT_LED_PROFILES:
-                results = event_led_runs(profile, runs, results, args.out)
+                results = event_led_runs(profile, runs, results, args.out, args.node_outage_vars)
                 continue
             for kind in args.kinds:
                 remediated = kind == "remediated"
