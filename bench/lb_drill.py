@@ -150,25 +150,32 @@ def parse_ss(text: str) -> list[dict]:
     return found
 
 
-SS_LOG = "/run/nodeguard-lb-drill-ss.log"
-
-
-def start_sampling(node: str, seconds: int) -> None:
-    """In the node itself, once a second: a timestamp line, then its connections to the LB (cheap: one exec)."""
+def start_sampling(node: str, seconds: int, log: str) -> None:
+    """In the node itself, once a second: a timestamp line, then its connections to the LB (cheap: one exec).
+    One log per run: a loop of the run before may still be writing to its own."""
     script = (f"for i in $(seq {seconds}); do echo \"@ $(date +%s.%N)\"; ss -tnpH state all dst {LB_ADDRESS}; "
-              f"sleep 1; done > {SS_LOG} 2>&1")
+              f"sleep 1; done > {log} 2>&1")
     podman("exec", "-d", node, "sh", "-c", script)
 
 
-def read_sampling(node: str) -> list[tuple[float, list]]:
-    """[(when, kwok's connections [local, state, send-q])] from start_sampling's log."""
+def read_sampling(node: str, log: str) -> list[tuple[float, list]]:
+    """[(when, kwok's connections [local, state, send-q])] from start_sampling's log, in time order."""
     samples: list[tuple[float, list]] = []
-    for line in podman("exec", node, "cat", SS_LOG, check=False).stdout.splitlines():
+    for line in podman("exec", node, "cat", log, check=False).stdout.splitlines():
         if line.startswith("@ "):
             samples.append((float(line[2:]), []))
         elif samples:
             samples[-1][1].extend([c["local"], c["state"], c["send_q"]] for c in parse_ss(line) if c["process"] == "kwok")
-    return samples
+    return sorted(samples, key=lambda sample: sample[0])
+
+
+def connection_times(samples: list, old: set, lb_down: float, lb_back: float) -> tuple:
+    """When the old kwok connection was no longer ESTABLISHED (first 1-s sample after lb_down without it), and the
+    first sample after lb_back with an established kwok connection again (absolute times, None if not seen)."""
+    gone = next((when for when, sample in samples
+                 if when >= lb_down and not old & {c[0] for c in sample if c[1] == "ESTAB"}), None)
+    established = next((when for when, sample in samples if when > lb_back and any(c[1] == "ESTAB" for c in sample)), None)
+    return gone, established
 
 
 def remediator_vars(core: client.CoreV1Api, workdir: Path) -> dict:
@@ -237,8 +244,9 @@ def drill(core, coordination, blackhole_seconds: float, target: str, workdir: Pa
 
     outage: dict = {}
     outage_thread = None
+    log = f"/run/nodeguard-lb-drill-{int(now())}.log"
     for node in nodes:
-        start_sampling(node, int(blackhole_seconds) + 20)
+        start_sampling(node, int(blackhole_seconds) + 20, log)
     asked = now()
     subprocess.run([str(LB_SH), "blackhole", "on"], check=True, capture_output=True)
     lb_down = now()  # the rules are in place (the command took lb_down - asked)
@@ -271,10 +279,8 @@ def drill(core, coordination, blackhole_seconds: float, target: str, workdir: Pa
         last_before = max((renew for renew, seen in renewals if seen <= asked), default=None)
         first_after = min(((renew, seen) for renew, seen in renewals if seen > lb_back), key=lambda r: r[1], default=None)
         old = {c["local"] for c in before[node] if c["process"] == "kwok" and c["state"] == "ESTAB"}
-        samples = [(when, sample) for when, sample in read_sampling(node) if when >= lb_down]
-        gone = next((when for when, sample in samples if not old & {c[0] for c in sample if c[1] == "ESTAB"}), None)
-        established = next((when for when, sample in samples
-                            if when > lb_back and any(c[1] == "ESTAB" for c in sample)), None)
+        samples = [(when, sample) for when, sample in read_sampling(node, log) if when >= lb_down]
+        gone, established = connection_times(samples, old, lb_down, lb_back)
         went = [t["at"] for t in observer.transitions if t["node"] == node and not t["ready"]]
         back = [t["at"] for t in observer.transitions if t["node"] == node and t["ready"] and t["at"] >= lb_back]
         kwok_before = {c["local"] for c in before[node] if c["process"] == "kwok" and c["state"] == "ESTAB"}
