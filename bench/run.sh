@@ -35,6 +35,7 @@ cleanup() {
   for lab in "${!groups[@]}"; do
     NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh down >/dev/null 2>&1 || true
   done
+  NODEGUARD_BENCH_NAME=ngblb bench/isolated-lab.sh down >/dev/null 2>&1 || true
 }
 trap cleanup EXIT INT TERM
 
@@ -90,6 +91,22 @@ failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
 [ "$failed" = 0 ] || echo "bench: a timeline group failed, see $logs/timelines-*.log; continuing" >&2
 wait "$deadconn_pid" || { failed=1; echo "bench: dead-connection measurement failed, see $logs/deadconn.log" >&2; }
+
+# Load-balancer failure drill (bench/lb_drill.py, docs/benchmarks/lb-drill.md): a private lab with its API
+# server load balancer, blackholed for 60 s per run; about 11 minutes. After the timelines: its NotReady
+# windows and the playbook's start time depend on the machine's load.
+echo "bench: load-balancer failure drill"
+lb_drill() {
+  local status=0
+  NODEGUARD_LAB_LB=1 NODEGUARD_BENCH_NAME=ngblb bench/isolated-lab.sh up || status=$?
+  if [ "$status" = 0 ]; then
+    NODEGUARD_BENCH_NAME=ngblb bench/isolated-lab.sh run "$python" bench/lb_drill.py --runs "$runs" \
+      --out "$out/raw/lb-drill.json" || status=$?
+  fi
+  NODEGUARD_BENCH_NAME=ngblb bench/isolated-lab.sh down || true
+  return "$status"
+}
+lb_drill >"$logs/lb-drill.log" 2>&1 || { failed=1; echo "bench: load-balancer drill failed, see $logs/lb-drill.log" >&2; }
 
 echo "bench: incident overhead (scale mode)"
 rm -f "$out/raw/incident.json"
