@@ -41,23 +41,36 @@ def db_pod_on():
     return find_db_pod
 
 
-def delete_history(lab) -> None:
-    """The durable incident history (one ConfigMap per node) of every worker."""
+def delete_incident_traces(lab) -> None:
+    """What incident runs leave on the lab: every worker's durable history (one ConfigMap per node) and lock Lease,
+    and nodeguard's Events about Nodes (a test that counts them must not count another module's)."""
     for name in lab.worker_names():
         lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, HISTORY_PREFIX + name, "--ignore-not-found", check=False)
+        lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{name}", "--ignore-not-found", check=False)
+    lab.kubectl("delete", "events", "-n", "default", "--field-selector", "involvedObject.kind=Node,source=nodeguard-failover",
+                check=False)
+
+
+def release_held_pods(lab) -> None:
+    """Lift the finalizer a test puts on a db pod to hold a run in delete-pods, should the test have stopped early."""
+    for pod in lab.core().list_namespaced_pod(NAMESPACE).items:
+        if "nodeguard.test/hold" in (pod.metadata.finalizers or []):
+            lab.kubectl("patch", "pod", "-n", NAMESPACE, pod.metadata.name, "--type", "merge", "-p",
+                        '{"metadata": {"finalizers": null}}', check=False)
 
 
 @pytest.fixture(scope="module")
 def db_worker(lab):
     """A worker that runs a db pod. Before and after the module, whatever happened: its kubelet started again if
-    its machine runs, the lab reset, and the incident history the runs wrote removed (the lab left as found)."""
+    its machine runs, held pods released, the lab reset, and the incident traces removed (the lab left as found)."""
     lab.reset_lab()
-    delete_history(lab)
+    delete_incident_traces(lab)
     candidates = [n for n in lab.worker_names() if find_db_pod(lab, n)]
     assert candidates, "no worker runs a db pod; is the lab's StatefulSet up?"
     node = candidates[0]
     yield node
     if lab.container_state(node) == "running":
         lab.podman("exec", node, "systemctl", "start", "kubelet", check=False)
+    release_held_pods(lab)
     lab.reset_lab()
-    delete_history(lab)
+    delete_incident_traces(lab)
