@@ -66,7 +66,8 @@ SETTINGS = (STOCK, *PRESETS, "seed-000")
 # Too long to measure in a benchmark run: predicted, not measured.
 NOT_MEASURED = {(STOCK, "idle"): "stock keepalive is 7200 s + 9 x 75 s = 2 h 11 min"}
 PEER = REPO / "bench" / "deadconn_peer.py"
-PEER_IN_CONTAINER = "/tmp/deadconn_peer.py"
+# Not /tmp: a tmpfs that systemd may mount over it while a powered-on worker is still booting.
+PEER_IN_CONTAINER = "/var/tmp/deadconn_peer.py"
 BMC_ENDPOINTS = REPO / "lab" / ".state" / "bmc" / "endpoints.json"
 DATA_PORT, IDLE_PORT = 7001, 7101
 
@@ -138,8 +139,19 @@ def start_server(server: str, ports: list[int]) -> None:
     if container_state(server) != "running":
         redfish_reset(server, "On")
         wait_state(server, True)
-    podman("cp", str(PEER), f"{server}:{PEER_IN_CONTAINER}")
-    podman("exec", "-d", server, "python3", PEER_IN_CONTAINER, "serve", *map(str, ports))
+    # A worker just powered on is still booting: start the server until it listens on every port.
+    wanted = {f":{port}" for port in ports}
+    deadline = time.monotonic() + 60
+    while True:
+        podman("cp", str(PEER), f"{server}:{PEER_IN_CONTAINER}", check=False)
+        podman("exec", "-d", server, "python3", PEER_IN_CONTAINER, "serve", *map(str, ports), check=False)
+        time.sleep(1)
+        listening = podman("exec", server, "ss", "-Hltn", check=False).stdout.split()
+        if wanted <= {word[word.rfind(":"):] for word in listening if ":" in word}:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the server on {server} does not listen on {sorted(wanted)}")
+        podman("exec", server, "pkill", "-f", "deadconn_peer.py serve", check=False)
 
 
 def cut_links(server: str) -> None:
@@ -503,6 +515,9 @@ def main() -> int:
                         help="one power-off per run (each setting but the stock one) instead of one per setting")
     parser.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=SETTINGS)
     parser.add_argument("--page", type=Path, help="print docs/benchmarks/dead-connections.md for a raw results file")
+    parser.add_argument("--workers", nargs="+", help="the lab workers to use (default: every worker with a BMC)")
+    parser.add_argument("--merge", nargs="+", type=Path,
+                        help="combine raw results files (different settings) into --out, summarised again")
     parser.add_argument("--table", type=Path,
                         help="summarise a raw results file again (in place) from its measurements, print its table, exit")
     args = parser.parse_args()
@@ -517,7 +532,22 @@ def main() -> int:
         return 0
     if not args.out:
         parser.error("--out is required")
-    workers = sorted(name for name in json.loads(BMC_ENDPOINTS.read_text()) if container_state(name) == "running")
+    if args.merge:
+        parts = [json.loads(path.read_text()) for path in args.merge]
+        merged = dict(parts[0])
+        merged["settings"] = [s for s in SETTINGS if any(s in part.get("settings", SETTINGS) for part in parts)]
+        merged["lanes"] = [lane for part in parts for lane in part["lanes"]]
+        merged["errors"] = [error for part in parts for error in part["errors"]]
+        merged["duration_s"] = max(part["duration_s"] for part in parts)
+        merged["method"] = "; ".join(dict.fromkeys(part["method"] for part in parts))
+        merged["measurements"] = sorted((r for part in parts for r in part["measurements"]),
+                                        key=lambda r: (SETTINGS.index(r["setting"]), r["kind"], r["run"]))
+        merged["summary"] = summarise(merged["measurements"], merged["settings"])
+        args.out.write_text(json.dumps(merged, indent=1) + "\n")
+        print(table(merged))
+        return 0
+    workers = args.workers or sorted(name for name in json.loads(BMC_ENDPOINTS.read_text())
+                                     if container_state(name) == "running")
     settings = list(args.settings)
     if len(workers) >= 4 and STOCK in settings and len(settings) > 1:
         lanes = [("stock", workers[0], workers[1], [STOCK]),

@@ -107,3 +107,24 @@ def test_independent_runs_get_a_power_off_each_but_stock_shares_one(monkeypatch)
     deadconn.measure_setting("l", "c", "s", "kubernetes-default", 3, independent=True)
     deadconn.measure_setting("l", "c", "s", "fast", 3, independent=False)
     assert calls == [("fast", 1, 1), ("fast", 1, 2), ("fast", 1, 3), ("kubernetes-default", 3, 1), ("fast", 3, 1)]
+
+
+def test_merge_combines_runs_of_different_settings_and_summarises_again(tmp_path, monkeypatch):
+    def part(name, setting, values):
+        raw = {"kernel": "k", "started": "t", "duration_s": len(values), "runs_per_setting": len(values),
+               "method": f"m-{setting}", "lanes": [{"name": setting}], "errors": [], "settings": [setting],
+               "measurements": [dict(record(setting, "data", v), run=i + 1) for i, v in enumerate(values)]}
+        path = tmp_path / name
+        path.write_text(json.dumps(raw))
+        return str(path)
+
+    out = tmp_path / "merged.json"
+    monkeypatch.setattr("sys.argv", ["deadconn.py", "--merge", part("a.json", "fast", [54.3, 54.5]),
+                                     part("b.json", "kubernetes-default", [925.2]), "--out", str(out)])
+    assert deadconn.main() == 0
+    merged = json.loads(out.read_text())
+    assert merged["settings"] == ["kubernetes-default", "fast"]
+    assert [r["setting"] for r in merged["measurements"]] == ["kubernetes-default", "fast", "fast"]
+    assert entry(merged["summary"], "fast", "dead_connection_data")["median_s"] == 54.4
+    assert entry(merged["summary"], "kubernetes-default", "dead_connection_data")["runs"] == 1
+    assert merged["method"] == "m-fast; m-kubernetes-default"
