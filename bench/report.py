@@ -368,12 +368,13 @@ def dead_connection_lines(results: dict) -> list[str]:
             "[dead-connections.md](dead-connections.md).", "", deadconn.table({"summary": rows})]
 
 
-def with_added_machine(previous: dict, results: dict, added: list[str]) -> dict:
-    """results, measured where and when previous was, except the added profiles: this machine and date are
-    listed under machine.added for them (a page that mixes sessions says which numbers came from where)."""
+def with_added_machine(previous: dict, results: dict, added: list[str], measured: str | None = None) -> dict:
+    """results, measured where and when previous was, except the added profiles: this machine and date (measured:
+    their last run's, else now) are listed under machine.added for them (a page that mixes sessions says which
+    numbers came from where)."""
     machine = {key: value for key, value in previous["machine"].items() if key != "added"}
     entries = [e for e in previous["machine"].get("added", []) if not set(e["profiles"]) & set(added)]
-    entries.append({"profiles": list(added), "date": results["date"], **results["machine"],
+    entries.append({"profiles": list(added), "date": measured or results["date"], **results["machine"],
                     "shared": "CPU shared with other jobs (other labs and tests) while these were measured; "
                               "load averages are in raw/*.json and on the page"})
     return {**results, "machine": {**machine, "added": entries}, "date": previous["date"]}
@@ -390,7 +391,8 @@ def main() -> int:
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
     previous = args.out / "results.json"
     if args.added and previous.exists():
-        results = with_added_machine(json.loads(previous.read_text()), results, args.added)
+        dates = [r["date"] for r in results_module.timeline_runs(raw) if r["profile"] in args.added and r.get("date")]
+        results = with_added_machine(json.loads(previous.read_text()), results, args.added, max(dates, default=None))
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
     measured = [r for r in raw_cost if not r.get("refused")]

@@ -35,3 +35,10 @@ def test_added_profiles_keep_the_earlier_machine_and_name_this_one_for_them():
     # measured again later: one entry per profile set, the newest
     again = report.with_added_machine(merged, {**new, "date": "2026-11-23T10:00:00Z"}, ["power-event"])
     assert [a["date"] for a in again["machine"]["added"]] == ["2026-11-23T10:00:00Z"]
+
+
+def test_the_added_rows_are_dated_by_their_last_run_not_by_the_page():
+    previous = {"date": "2026-11-22T07:59:50Z", "machine": {"cpu_model": "Xeon", "kernel": "a"}}
+    new = {"date": "2026-11-23T09:00:00Z", "machine": {"cpus": 2, "cpu_model": "EPYC", "kernel": "b"}, "timelines": []}
+    merged = report.with_added_machine(previous, new, ["power-event"], "2026-11-23T08:34:14Z")
+    assert merged["machine"]["added"][0]["date"] == "2026-11-23T08:34:14Z"
