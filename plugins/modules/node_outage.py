@@ -81,6 +81,8 @@ options:
     description:
       - Seconds beyond the Lease's own duration before it counts as stale.
       - Unset, it comes from the applied profile like O(not_ready_seconds), else 10.
+      - On the power-event path it is the margin beyond one renew interval instead, and unset it is 3 (it covers one
+        renewal's API latency and the clock difference between kubelet and controller).
     type: int
   power_event_time:
     description:
@@ -381,7 +383,7 @@ def main():
         event_path = p["power_event_time"] is not None
         if p["not_ready_seconds"] is None or p["lease_margin_seconds"] is None or event_path:
             profile = applied.read(cluster.get_config_map(applied.NAMESPACE, applied.NAME))
-        timing = applied.resolve_timing(p["not_ready_seconds"], p["lease_margin_seconds"], profile)
+        timing = applied.resolve_timing(p["not_ready_seconds"], p["lease_margin_seconds"], profile, power_event=event_path)
         given = {name: p[name] for name in OPTIONS if name != "job_id"}
         given.update({key: timing[key] for key in applied.TIMING_KEYS})
         if event_path:

@@ -60,7 +60,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services im
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, read_with_identity
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, off_confirm_seconds, read_with_identity
 
 
 @dataclass
@@ -128,6 +128,7 @@ class OutageRun:
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
+        self.first_off_at = None  # power-event path: local time of the first Off reading (identity shown) of the pair
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -278,7 +279,7 @@ class OutageRun:
         lease = self.cluster.get_node_lease(self.o.node)
         power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
         proofs = [prove_lease_silent(lease, self.clock.now(), self.o.lease_renew_interval, self.o.lease_margin_seconds)]
-        reading, error, identity = self._read_power(node, confirm=proofs[0].ok)
+        reading, error, identity = self._power_event_reading(node, lease_silent=proofs[0].ok)
         proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
         self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
@@ -295,6 +296,30 @@ class OutageRun:
         self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
         require_all(proofs)
         return proofs
+
+    def _power_event_reading(self, node: dict, lease_silent: bool) -> tuple:
+        """(PowerReading, PowerError, IdentityVerdict) on the power-event path, where the two Off readings
+        overlap the wait for the Lease: the first Off reading is remembered, and once the Lease is silent a
+        reading at least off_confirm_seconds after it confirms Off (the run waits only for what is left of
+        that interval). A reading that is not Off with identity shown starts the pair again."""
+        waiting = _RenewingClock(self.clock, self.lock)
+        try:
+            while True:
+                reading, identity = read_with_identity(self.power, node)
+                if reading.state != "off" or not identity.ok:
+                    self.first_off_at = None
+                    return reading, None, identity
+                if self.first_off_at is None:
+                    self.first_off_at = self.clock.now()
+                apart = self.clock.now() - self.first_off_at
+                if not lease_silent:
+                    return reading._replace(detail=f"OFF, first reading (confirmed once the Lease is silent): {reading.detail}"), None, identity
+                if apart >= off_confirm_seconds(self.power):
+                    return reading._replace(detail=f"OFF in two readings {apart:.0f}s apart: {reading.detail}"), None, identity
+                waiting.sleep(off_confirm_seconds(self.power) - apart)
+        except PowerError as e:
+            self.first_off_at = None
+            return None, e, None
 
     def _read_power(self, node: dict, incident: str | None = None, confirm: bool = True) -> tuple:
         """(PowerReading, PowerError, IdentityVerdict): one reading, confirmed (``confirm``) by a second one

@@ -13,7 +13,7 @@ import json
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import lease_renew_interval
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import POWER_EVENT_LEASE_MARGIN_SECONDS, STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import (
     APISERVER,
     CONTROLLER_MANAGER,
@@ -97,8 +97,10 @@ def read(configmap) -> dict | None:
     return document
 
 
-def resolve_timing(not_ready_seconds=None, lease_margin_seconds=None, applied=None) -> dict:
+def resolve_timing(not_ready_seconds=None, lease_margin_seconds=None, applied=None, power_event=False) -> dict:
     """node-outage's timing values: explicit ones win, then the applied profile, then the stock values.
+    On the power-event path (``power_event``) the Lease margin defaults to POWER_EVENT_LEASE_MARGIN_SECONDS,
+    whatever the profile: that path measures the Lease against the renew interval, not the duration.
 
     Returns the two values, ``source`` per value (explicit, applied-profile or stock) and ``detail``,
     the line the run prints so the operator sees where the wait came from.
@@ -108,6 +110,8 @@ def resolve_timing(not_ready_seconds=None, lease_margin_seconds=None, applied=No
     for key in TIMING_KEYS:
         if explicit[key] is not None:
             result[key], result["source"][key] = _whole(explicit[key], key), "explicit"
+        elif power_event and key == "lease_margin_seconds":
+            result[key], result["source"][key] = POWER_EVENT_LEASE_MARGIN_SECONDS, "power-event path"
         elif applied is not None:
             result[key], result["source"][key] = applied["remediation"][key], "applied-profile"
         else:

@@ -18,6 +18,11 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings i
 LEASE_MARGIN_SECONDS = 10
 # What node-outage waits on a cluster nobody tuned (no applied profile): the one home of these numbers.
 STOCK_REMEDIATION = {"not_ready_seconds": 60, "lease_margin_seconds": LEASE_MARGIN_SECONDS}
+# The power-event path (a BMC said Off) holds the Lease against one renew interval, not its duration, so its
+# margin only covers one renewal's API latency and the difference between the kubelet's clock (it writes
+# renewTime) and the controller's. With NTP both are well under a second. The BMC's two Off readings with
+# identity stay required; an explicit lease_margin_seconds still wins.
+POWER_EVENT_LEASE_MARGIN_SECONDS = 3
 
 
 def remediation_settings(timings: Timings) -> dict:

@@ -253,3 +253,33 @@ def test_check_mode_proves_on_the_power_event_path_and_changes_nothing():
     result = OutageRun(cluster, power, options(power_event_time=event), clock, check_mode=True).run()
     assert cluster.snapshot() == before and not result["changed"]
     assert [(p["name"], p["ok"]) for p in result["proofs"]] == [("lease-silent", True), ("power-off", True)]
+
+
+def test_the_two_off_readings_overlap_the_wait_for_the_lease():
+    # Lease 3 s old at the start: silent after 10 + 10 s, i.e. at T0 + 17. The first Off reading is taken at T0,
+    # so the one that confirms it can come as soon as the Lease is silent, not off_confirm_seconds later.
+    cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
+    tainted = {}
+    clock.controllers.insert(0, lambda now: tainted.setdefault("at", now) if has_out_of_service_taint(cluster.nodes["w3"]) else None)
+    run(cluster, clock, power, event, proof_timeout=40)
+    rec = records.read(cluster.nodes["w3"])
+    assert "OFF in two readings 1" in rec["proofs"][1]["detail"]  # T0 to T0 + 18 or so (poll interval 1 s)
+    assert tainted["at"] - T0 < 17 + 5
+
+
+def test_a_reading_that_is_not_off_starts_the_pair_again():
+    # Off at the start, unknown for a moment at T0 + 15, Off again at T0 + 16: the pair counts from T0 + 16, so the
+    # Lease being silent at T0 + 18 is not enough: the confirming reading comes off_confirm_seconds after T0 + 16.
+    cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
+    flips = {T0 + 15: "unknown", T0 + 16: "off"}
+    tainted = {}
+
+    def tick(now):
+        power.state = flips.get(now, power.state)
+        if has_out_of_service_taint(cluster.nodes["w3"]):
+            tainted.setdefault("at", now)
+
+    clock.controllers.insert(0, tick)
+    run(cluster, clock, power, event, proof_timeout=40)
+    assert tainted["at"] >= T0 + 16 + 5
+    assert "OFF in two readings 5s apart" in records.read(cluster.nodes["w3"])["proofs"][1]["detail"]

@@ -139,3 +139,12 @@ def test_a_profile_without_a_lease_setting_renews_at_the_kubelet_default():
     document = applied.read(stored("fast"))
     document["settings"]["kubelet"].pop("nodeLeaseDurationSeconds")
     assert applied.resolve_lease_renew_interval(document)["seconds"] == 10.0
+
+
+def test_the_power_event_path_has_its_own_lease_margin_and_an_explicit_one_wins():
+    profile = applied.read(stored("fast"))
+    timing = applied.resolve_timing(None, None, profile, power_event=True)
+    assert (timing["lease_margin_seconds"], timing["source"]["lease_margin_seconds"]) == (3, "power-event path")
+    assert timing["not_ready_seconds"] == applied.resolve_timing(None, None, profile)["not_ready_seconds"]
+    assert applied.resolve_timing(None, 7, profile, power_event=True)["lease_margin_seconds"] == 7
+    assert applied.resolve_timing(None, None, None)["lease_margin_seconds"] == 10  # the heartbeat path keeps its own
