@@ -262,7 +262,7 @@ def drill(core, coordination, blackhole_seconds: float, target: str, workdir: Pa
     # Until every node is Ready and has renewed its Lease since the LB returned (at most 5 minutes).
     deadline = lb_back + 300
     while now() < deadline:
-        renewed = all(any(seen > lb_back for _, seen in observer.renewals.get(n, [])) for n in nodes)
+        renewed = all(any(renewal[1] > lb_back for renewal in observer.renewals.get(n, [])) for n in nodes)
         if renewed and all(observer.ready.get(n) for n in nodes):
             break
         time.sleep(0.5)
@@ -289,7 +289,7 @@ def drill(core, coordination, blackhole_seconds: float, target: str, workdir: Pa
             "not_ready_at_s": round(went[0] - lb_down, 1) if went else None,
             "ready_after_lb_back_s": round(back[0] - lb_back, 1) if back else (0.0 if not went else None),
             "last_renew_time_before_s": round(last_before - lb_down, 1) if last_before else None,
-            "renewals_seen_during_blackhole": sum(1 for _, seen in renewals if lb_down < seen <= lb_back),
+            "renewals_seen_during_blackhole": sum(1 for renewal in renewals if lb_down < renewal[1] <= lb_back),
             # Heartbeats flow again: the first new renewTime the API server shows after the LB returned
             # (seen: poll time; its renewTime may be older, when the kubelet built the request).
             "heartbeat_after_lb_back_s": round(first_after[1] - lb_back, 1) if first_after else None,

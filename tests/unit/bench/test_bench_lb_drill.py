@@ -28,7 +28,7 @@ def test_samples_of_two_overlapping_loops_are_read_in_time_order(monkeypatch):
 
     monkeypatch.setattr(lb_drill, "podman", fake_podman)
     samples = lb_drill.read_sampling("ng-worker1", "/run/log")
-    assert [when for when, _ in samples] == [100.0, 101.0, 110.0, 111.0]
+    assert [sample[0] for sample in samples] == [100.0, 101.0, 110.0, 111.0]
     assert samples[0][1] == [["10.89.77.101:52724", "ESTAB", 0]]  # kwok only
     assert lb_drill.connection_times(samples, OLD, lb_down=99.0, lb_back=105.0) == (101.0, 111.0)
 
