@@ -344,7 +344,7 @@ class EventService:
         connection = http.client.HTTPSConnection(url.hostname, url.port or 443, context=self._tls(),
                                                  timeout=CONNECT_TIMEOUT)
         try:
-            headers = {name: value for name, value in sub["HttpHeaders"]}
+            headers = dict(sub["HttpHeaders"])
             headers["Content-Type"] = "application/json"
             target = (url.path or "/") + (f"?{url.query}" if url.query else "")
             connection.request("POST", target, body=json.dumps(payload).encode(), headers=headers)

@@ -162,8 +162,8 @@ def main(argv: list[str]) -> int:
     state = args.state
     creds = credentials(state)
     auth_file = write_htpasswd(state, creds)
-    write_private(state / "sushy.conf", sushy_config(state, args.listen, args.redfish_port, args.nodes, auth_file,
-                                                             args.event_ca))
+    config = sushy_config(state, args.listen, args.redfish_port, args.nodes, auth_file, args.event_ca)
+    write_private(state / "sushy.conf", config)
     if args.ipmi_port:
         for index, node in enumerate(args.nodes):
             write_private(state / "ipmi" / node / "lan.conf",

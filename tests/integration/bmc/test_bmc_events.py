@@ -354,8 +354,9 @@ def test_subscriptions_are_private_and_survive_a_restart(events_bmc, receiver, s
 
 # --- events -------------------------------------------------------------------------------------------
 
-def test_every_power_change_sends_a_standard_event_to_matching_subscribers(events_bmc, receiver, subscriptions,
-                                                                          running, certs):
+def test_every_power_change_sends_a_standard_event_to_matching_subscribers(
+    events_bmc, receiver, subscriptions, running, certs
+):
     node, other = events_bmc.nodes
     mine, theirs, all_systems = f"nodeguard:{node}", f"nodeguard:{other}", "nodeguard:all"
     for context, origin in ((mine, node), (theirs, other)):

@@ -56,7 +56,7 @@ def process_memory_kib(pid: int) -> dict:
     """VmRSS (now) and VmHWM (peak) of a process, KiB."""
     found = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
+        key, _sep, value = line.partition(":")
         if key in ("VmRSS", "VmHWM"):
             found[key] = int(value.split()[0])
     return found

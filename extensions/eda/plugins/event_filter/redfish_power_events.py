@@ -232,4 +232,3 @@ def main(event: dict[str, Any], vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS
         events.append({"nodeguard_power_event": fields} if fields else refusal(why))
     # No meta: the webhook's (request headers) is not passed on; ansible-rulebook adds its own after this filter.
     return events
-
