@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from kubernetes import client, watch
@@ -251,6 +252,7 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> 
     if chain:
         chain.mark_run_start()
     marks.t0 = power_off_and_time(victim)
+    power_off_wall = time.time() - (time.monotonic() - marks.t0)
     if chain:
         chain.watch(victim, marks.mark)
     deadline = marks.t0 + cap_seconds
@@ -283,6 +285,11 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> 
     if chain:
         annotations = core.read_node(victim).metadata.annotations or {}
         record = json.loads(annotations.get(INCIDENT, "{}"))
+        # The kubelet's last Lease renewal before the power-off: the Lease proof can hold renew interval +
+        # margin after it, so this phase explains much of a run's time to the taint.
+        lease = client.CoordinationV1Api(lablib.api_client()).read_namespaced_lease(victim, "kube-node-lease")
+        log.update(power_off_at=datetime.fromtimestamp(power_off_wall, UTC).isoformat(timespec="milliseconds"),
+                   lease_renewed_before_power_off=round(power_off_wall - lease.spec.renew_time.timestamp(), 2))
         log.update(trigger="power-event", taint_while_ready=taint_seen.get("node_ready"),
                    rulebook_startup_seconds=chain.startup_seconds, **chain.run_report(victim),
                    incident_record={key: record.get(key) for key in ("trigger", "power_event", "steps")})
