@@ -34,6 +34,7 @@ measured: it would take 2 h 11 min; its prediction is recorded as such.
 from __future__ import annotations
 
 import argparse
+import calendar
 import gzip
 import itertools
 import json
@@ -412,8 +413,12 @@ def page(raw: dict) -> str:
         "[raw/dead-connections.json](raw/dead-connections.json), which has every connection's",
         "retransmission and keepalive-probe timeline and the server's ARP entry changes.",
         "",
-        f"Kernel {raw['kernel']}, {raw['started']}, {raw['duration_s'] / 60:.1f} min for the whole run;",
+        f"Kernel {raw['kernel']}, {raw['started']}, {raw['duration_s'] / 60:.1f} min from the first start to the last end;",
         f"{raw['runs_per_setting']} connections per setting and kind, {raw['method']}.",
+        *(["Measured in parts, merged with `bench/deadconn.py --merge`: "
+           + "; ".join(f"{part['started']} ({part['duration_s'] / 60:.1f} min): {', '.join(part['settings'])}"
+                       + (f" (also: {'; '.join(part['errors'])})" if part["errors"] else "")
+                       for part in raw["parts"]) + "."] if raw.get("parts") else []),
         "",
         "## How it is measured",
         "",
@@ -538,7 +543,14 @@ def main() -> int:
         merged["settings"] = [s for s in SETTINGS if any(s in part.get("settings", SETTINGS) for part in parts)]
         merged["lanes"] = [lane for part in parts for lane in part["lanes"]]
         merged["errors"] = [error for part in parts for error in part["errors"]]
-        merged["duration_s"] = max(part["duration_s"] for part in parts)
+        spans = [(calendar.timegm(time.strptime(part["started"], "%Y-%m-%dT%H:%M:%SZ")), part["duration_s"])
+                 for part in parts]
+        first = min(start for start, _ in spans)
+        merged["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(first))
+        merged["duration_s"] = round(max(start + duration for start, duration in spans) - first, 1)
+        merged["parts"] = [{"started": part["started"], "duration_s": part["duration_s"],
+                            "settings": sorted({r["setting"] for r in part["measurements"]}, key=SETTINGS.index),
+                            "errors": part["errors"]} for part in parts]
         merged["method"] = "; ".join(dict.fromkeys(part["method"] for part in parts))
         merged["measurements"] = sorted((r for part in parts for r in part["measurements"]),
                                         key=lambda r: (SETTINGS.index(r["setting"]), r["kind"], r["run"]))

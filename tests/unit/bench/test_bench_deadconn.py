@@ -111,7 +111,7 @@ def test_independent_runs_get_a_power_off_each_but_stock_shares_one(monkeypatch)
 
 def test_merge_combines_runs_of_different_settings_and_summarises_again(tmp_path, monkeypatch):
     def part(name, setting, values):
-        raw = {"kernel": "k", "started": "t", "duration_s": len(values), "runs_per_setting": len(values),
+        raw = {"kernel": "k", "started": f"2026-11-23T08:0{len(values)}:00Z", "duration_s": 60 * len(values), "runs_per_setting": len(values),
                "method": f"m-{setting}", "lanes": [{"name": setting}], "errors": [], "settings": [setting],
                "measurements": [dict(record(setting, "data", v), run=i + 1) for i, v in enumerate(values)]}
         path = tmp_path / name
@@ -128,3 +128,6 @@ def test_merge_combines_runs_of_different_settings_and_summarises_again(tmp_path
     assert entry(merged["summary"], "fast", "dead_connection_data")["median_s"] == 54.4
     assert entry(merged["summary"], "kubernetes-default", "dead_connection_data")["runs"] == 1
     assert merged["method"] == "m-fast; m-kubernetes-default"
+    # fast: 08:02 + 120 s, stock: 08:01 + 60 s: from 08:01 to 08:04
+    assert (merged["started"], merged["duration_s"]) == ("2026-11-23T08:01:00Z", 180)
+    assert [part["settings"] for part in merged["parts"]] == [["fast"], ["kubernetes-default"]]
