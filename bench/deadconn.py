@@ -390,6 +390,10 @@ def target_line(summary: list[dict]) -> str:
     return f"- Measured dead-connection times within 10 % of the model's prediction: {verdict}."
 
 
+def _fmt(value, spec: str = "g") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
 def page(raw: dict) -> str:
     """docs/benchmarks/dead-connections.md: the table, the target, and where the kernel and the model differ."""
     facts = kernel_facts(raw)
@@ -462,16 +466,16 @@ def page(raw: dict) -> str:
         "",
         "## Where the kernel and the model differ",
         "",
-        f"- **The first RTO is {facts['first_rto_ms']:g} ms, not 200 ms.** The model doubles from TCP_RTO_MIN",
+        f"- **The first RTO is {_fmt(facts['first_rto_ms'])} ms, not 200 ms.** The model doubles from TCP_RTO_MIN",
         "  (0.2 s). The kernel's RTO is the minimum plus the smoothed RTT, counted in jiffies and rounded up",
         f"  (this kernel: HZ={raw.get('kernel_hz', '?')}): every step of the doubling is "
-        f"{facts['first_rto_ms'] / 2 - 100:.0f} % longer.",
+        f"{_fmt(facts['first_rto_ms'] and facts['first_rto_ms'] / 2 - 100, '.0f')} % longer.",
         f"- **A tail loss probe comes first.** In {facts['tlp_count']} of {facts['data_count']} data connections",
-        f"  the first retransmission was a tail loss probe (backoff still 0) at {facts['tlp_s']:g} s (median); the",
+        f"  the first retransmission was a tail loss probe (backoff still 0) at {_fmt(facts['tlp_s'])} s (median); the",
         "  doubling RTO chain starts after it, about 0.2 s later than the model's.",
         "- **Timers fire late.** The kernel's timer wheel rounds a timer up to its level's granularity",
         "  (kernel/time/timer.c), up to 1/8 of its length. Measured: each keepalive probe came",
-        f"  {facts['probe_late_pct']:.1f} % (median) after its interval. So every idle connection died after the",
+        f"  {_fmt(facts['probe_late_pct'], '.1f')} % (median) after its interval. So every idle connection died after the",
         "  model's window, whose `max` equals its `expected` (`time + intvl x probes`): up to",
         f"  {idle_late:.1f} s later. Together these explain every positive difference in the table.",
         "- **`tcp_retries2` is a time, not a count.** The kernel gives up at the first timer expiry at or past",
@@ -482,7 +486,7 @@ def page(raw: dict) -> str:
         "  stack answered it with ICMP host unreachable, which undoes one RTO backoff step (RFC 6069,",
         f"  `tcp_ld_RTO_revert`). In {facts['reverts']} of {facts['data_count']} data connections the backoff was",
         f"  undone at least once; retransmissions per connection (median): {retrans}. The stock connections",
-        f"  retransmitted every {facts['stock_interval_s']} s (median, after the first 100 s) instead of every",
+        f"  retransmitted every {_fmt(facts['stock_interval_s'])} s (median, after the first 100 s) instead of every",
         f"  120 s, and still died at the bound ({stock_diff}). With retransmissions that frequent, a connection",
         "  dies up to one such interval (3 or 6.6 s) after `T(N)`, wherever the bound falls between two of them.",
         f"- **The error.** {errors}. `EHOSTUNREACH` when such an ICMP reached the socket before it gave up",
@@ -492,7 +496,7 @@ def page(raw: dict) -> str:
         "  the kernel drops an ICMP outside the unacknowledged window (`tcp_v4_err`): idle connections ended",
         "  with `ETIMEDOUT`. A client must treat both as \"peer dead\".",
         f"- **Never before the bound.** {facts['before_bound']} of {facts['data_count']} data connections died before",
-        f"  `T(N)`; the latest died {facts['past_bound_max_s']:g} s after it. The model's `max` for data in flight,",
+        f"  `T(N)`; the latest died {_fmt(facts['past_bound_max_s'])} s after it. The model's `max` for data in flight,",
         "  `T(N)` + the next RTO (up to 120 s), can only be approached with a long RTT (a first RTO well above 0.2 s).",
         f"- **No `TCP_USER_TIMEOUT`** was set on any socket (read back: {facts['user_timeouts']} ms). A client",
         "  that sets it replaces the `tcp_retries2` bound with its own time for data in flight.",
