@@ -129,6 +129,7 @@ class OutageRun:
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
         self.first_off_at = None  # power-event path: local time of the first Off reading (identity shown) of the pair
+        self.lease_silent_at = None  # power-event path: when the Lease's silence can be proven (renewTime + interval + margin)
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -279,6 +280,8 @@ class OutageRun:
         lease = self.cluster.get_node_lease(self.o.node)
         power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
         proofs = [prove_lease_silent(lease, self.clock.now(), self.o.lease_renew_interval, self.o.lease_margin_seconds)]
+        renewed = lease_renew_time(lease)
+        self.lease_silent_at = None if renewed is None else renewed + self.o.lease_renew_interval + self.o.lease_margin_seconds
         reading, error, identity = self._power_event_reading(node, lease_silent=proofs[0].ok)
         proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
@@ -372,8 +375,15 @@ class OutageRun:
                     if self.o.proof_timeout > 0:
                         error.add_detail(f"re-checked for {self.clock.now() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
-            waiting.sleep(self.o.poll_interval)
+            waiting.sleep(self._until_next_check())
             node = self._get_node()
+
+    def _until_next_check(self) -> float:
+        """The poll interval, or less when the missing proof is known to hold sooner: on the power-event path
+        the Lease is silent at a time known in advance, and every second counts there."""
+        if self.lease_silent_at is None:
+            return self.o.poll_interval
+        return min(self.o.poll_interval, max(0.1, self.lease_silent_at - self.clock.now() + 0.1))
 
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
         started = self.clock.now()

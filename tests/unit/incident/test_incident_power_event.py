@@ -283,3 +283,11 @@ def test_a_reading_that_is_not_off_starts_the_pair_again():
     run(cluster, clock, power, event, proof_timeout=40)
     assert tainted["at"] >= T0 + 16 + 5
     assert "OFF in two readings 5s apart" in records.read(cluster.nodes["w3"])["proofs"][1]["detail"]
+
+
+def test_the_run_checks_again_when_the_lease_turns_silent_not_a_poll_interval_later():
+    # Silent after 10 + 10 s, at T0 + 17: with a 2 s poll the run would see it at T0 + 18; it wakes at T0 + 17.1.
+    cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
+    run(cluster, clock, power, event, proof_timeout=40, poll_interval=2)
+    assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 17.1)
+
