@@ -345,6 +345,13 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         *dead_connection_lines(results),
         "",
+        "## Load-balancer failure drill",
+        "",
+        "The API server load balancer blackholed for 60 s (seeds/003), with stock heartbeats and with the fast preset: "
+        "how many nodes went NotReady, whether node-outage refused as a storm, full disruption, pods deleted, and how "
+        "long until heartbeats flowed again. Written by hand from bench/lb_drill.py's raw files: "
+        "[lb-drill.md](lb-drill.md).",
+        "",
         "## Incident playbook overhead",
         "",
         *incident_table(raw_incident),
