@@ -10,6 +10,8 @@ import socket
 import subprocess
 import tarfile
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +34,18 @@ def free_port() -> int:
 
 def podman(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["podman", *args], capture_output=True, text=True, check=check, timeout=60)
+
+
+@contextmanager
+def running_machine(name: str, image: str) -> Iterator[str]:
+    """A fresh running container ``name`` (a BMC's system), removed afterwards, also when the test fails."""
+    podman("rm", "--force", "--time", "0", name, check=False)
+    # --init: catatonit as PID 1 forwards SIGTERM, so `podman stop` is quick.
+    podman("run", "--detach", "--init", "--name", name, image)
+    try:
+        yield name
+    finally:
+        podman("rm", "--force", "--time", "0", name, check=False)
 
 
 def container_status(name: str) -> str:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from bmclib import Bmc, ensure_test_image, podman, start_bmc
+from bmclib import Bmc, ensure_test_image, podman, running_machine, start_bmc
 
 
 @pytest.fixture(scope="session")
@@ -33,14 +33,8 @@ def bmc(tmp_path_factory) -> Iterator[Bmc]:
 @pytest.fixture
 def node(bmc: Bmc, test_image: str) -> Iterator[str]:
     """A fresh running container for the BMC's first system, removed after the test."""
-    name = bmc.nodes[0]
-    podman("rm", "--force", "--time", "0", name, check=False)
-    # --init: catatonit as PID 1 forwards SIGTERM, so `podman stop` is quick.
-    podman("run", "--detach", "--init", "--name", name, test_image)
-    try:
+    with running_machine(bmc.nodes[0], test_image) as name:
         yield name
-    finally:
-        podman("rm", "--force", "--time", "0", name, check=False)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 import requests
-from bmclib import REPO, Bmc, podman, start_bmc
+from bmclib import REPO, Bmc, podman, running_machine, start_bmc
 from test_bmc_events import Receiver, make_ca_and_server_cert
 
 HTTP_TIMEOUT = 60
@@ -49,13 +49,8 @@ def sub_bmc(tmp_path_factory, receiver) -> Iterator[Bmc]:
 
 @pytest.fixture
 def machine(sub_bmc: Bmc, test_image: str) -> Iterator[str]:
-    name = sub_bmc.nodes[0]
-    podman("rm", "--force", "--time", "0", name, check=False)
-    podman("run", "--detach", "--init", "--name", name, test_image)
-    try:
+    with running_machine(sub_bmc.nodes[0], test_image) as name:
         yield name
-    finally:
-        podman("rm", "--force", "--time", "0", name, check=False)
 
 
 def module(name: str, args: dict, check: bool = False) -> dict:

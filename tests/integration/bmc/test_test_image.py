@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 import tarfile
 
-from bmclib import image_tag_for, podman, shared_libraries, write_rootfs
+from bmclib import image_tag_for, podman, running_machine, shared_libraries, write_rootfs
 
 
 def test_rootfs_holds_only_regular_files(tmp_path):
@@ -33,11 +33,6 @@ def test_image_tag_follows_content():
 
 def test_image_runs_a_container(test_image):
     """The fixture builds and probes the image; a container of it stays running until removed."""
-    name = "ng-bmctest-image-probe"
-    podman("rm", "--force", "--time", "0", name, check=False)
-    podman("run", "--detach", "--init", "--name", name, test_image)
-    try:
+    with running_machine("ng-bmctest-image-probe", test_image) as name:
         state = podman("container", "inspect", "--format", "{{.State.Status}}", name).stdout.strip()
-        assert state == "running"
-    finally:
-        podman("rm", "--force", "--time", "0", name, check=False)
+    assert state == "running"
