@@ -550,7 +550,7 @@ def main() -> int:
         merged["errors"] = [error for part in parts for error in part["errors"]]
         spans = [(calendar.timegm(time.strptime(part["started"], "%Y-%m-%dT%H:%M:%SZ")), part["duration_s"])
                  for part in parts]
-        first = min(start for start, _ in spans)
+        first = min(span[0] for span in spans)
         merged["started"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(first))
         merged["duration_s"] = round(max(start + duration for start, duration in spans) - first, 1)
         merged["parts"] = [{"started": part["started"], "duration_s": part["duration_s"],

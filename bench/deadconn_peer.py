@@ -52,10 +52,10 @@ def serve(ports: list[int]) -> None:
     emit("listening", ports=ports)
     clients: dict[socket.socket, bytes] = {}
     while True:
-        readable, _, _ = select.select(listeners + list(clients), [], [])
+        readable = select.select(listeners + list(clients), [], [])[0]
         for sock in readable:
             if sock in listeners:
-                conn, _ = sock.accept()
+                conn = sock.accept()[0]
                 clients[conn] = b""
                 continue
             data = sock.recv(65536)

@@ -290,4 +290,3 @@ def test_the_run_checks_again_when_the_lease_turns_silent_not_a_poll_interval_la
     cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
     run(cluster, clock, power, event, proof_timeout=40, poll_interval=2)
     assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 17.1)
-
