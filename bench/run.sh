@@ -57,6 +57,14 @@ else
 fi
 
 mkdir -p "$out/raw" "$logs"
+# Six labs at once (four timeline labs, the dead-connection lab, later the drill's) need more inotify instances
+# than the kernel's default of 128: systemd in every node container takes some, and a container that finds none
+# left exits at once with code 255. Raise the host's limit for this run's user (root) and say so.
+inotify_needed=512
+if [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt "$inotify_needed" ]; then
+  echo "bench: raising fs.inotify.max_user_instances to $inotify_needed (was $(cat /proc/sys/fs/inotify/max_user_instances)) for six labs at once"
+  sysctl -q -w fs.inotify.max_user_instances="$inotify_needed"
+fi
 echo "bench: load before start: $(cut -d' ' -f1-3 /proc/loadavg); logs in $logs"
 
 timelines() {  # lab profiles...  (the lab is taken down also when a run fails)
