@@ -12,12 +12,15 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, kubernetes_defaults
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import NEWEST_SUPPORTED, Version
 
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 TOLERATION_FLAGS = {NOT_READY: "default-not-ready-toleration-seconds", UNREACHABLE: "default-unreachable-toleration-seconds"}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# the apiserver's default-unreachable-toleration-seconds when nobody sets it (the same in every version)
+STOCK_UNREACHABLE_TOLERATION_SECONDS = kubernetes_defaults(Version(*NEWEST_SUPPORTED, 0)).unreachable_toleration_seconds
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 
@@ -96,6 +99,26 @@ def endpoint_risks(ips: list, kubelet_servers) -> list:
     return found
 
 
+def one_address_outage_risks(timeline: dict, kubelet_servers) -> list:
+    """Short unreachable tolerations while every kubelet reaches the API through one address.
+
+    If that address stops forwarding, every node goes NotReady at once. The controller-manager's full
+    disruption mode stops taint-based evictions, but an unreachable taint it adds in the moment it enters
+    that mode can stay until the node is Ready again; with a short toleration its pods are deleted (seen on
+    the lab's load-balancer drill: docs/benchmarks/lb-drill.md). The stock 300 s outlasts such an outage.
+    """
+    servers = sorted({urlsplit(url).hostname for url in kubelet_servers or [] if url and urlsplit(url).hostname})
+    seconds = _cluster_default_seconds(timeline)[UNREACHABLE]
+    if len(servers) != 1 or servers[0] in LOOPBACK or seconds >= STOCK_UNREACHABLE_TOLERATION_SECONDS:
+        return []
+    return [{"risk": "short-tolerations-one-address", "severity": "medium",
+             "message": f"every kubelet talks to {servers[0]} and pods tolerate unreachable for {seconds} s: if that address "
+                        "stops forwarding for longer, pods can be deleted although no node died (the controller-manager's "
+                        "full disruption mode does not always lift the first node's taint). Make the address redundant, or "
+                        f"keep the stock {STOCK_UNREACHABLE_TOLERATION_SECONDS} s and fail powered-off nodes over with the "
+                        "power-event path"}]
+
+
 def _cluster_default_seconds(timeline: dict) -> dict:
     """The default tolerations the API server adds, from the audited timeline's settings (explicit values)."""
     apiserver = (timeline.get("settings") or {}).get(APISERVER) or {}
@@ -145,5 +168,5 @@ def audit_risks(timeline: dict, unaudited_hosts=(), nodes=(), node_hosts=(), end
     """Every known risk, in report order: unaudited hosts, kubelets, API server endpoints, tolerations, rules."""
     versions = kubelet_versions(nodes, node_hosts, timeline.get("kubernetes_version", ""))
     return (unaudited(unaudited_hosts) + kubelet_risks(versions)
-            + endpoint_risks(endpoint_ips(endpoints), kubelet_servers)
+            + endpoint_risks(endpoint_ips(endpoints), kubelet_servers) + one_address_outage_risks(timeline, kubelet_servers)
             + toleration_risks(pods, timeline, max_examples) + rule_risks(timeline))

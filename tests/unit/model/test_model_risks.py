@@ -74,3 +74,16 @@ def test_all_risks_in_report_order():
                               endpoints=[{"subsets": [{"addresses": [{"ip": "10.0.0.1"}]}]}])
     assert names(found)[:3] == ["nodes-not-audited", "kubelet-no-http2-health-check", "single-apiserver"]
     assert "inconsistent-settings" in names(found)
+
+
+def test_short_tolerations_behind_one_address_are_a_risk_the_stock_300_s_is_not():
+    fast = audit_timeline({"kube_apiserver": {"default-not-ready-toleration-seconds": "20",
+                                              "default-unreachable-toleration-seconds": "20"}}, FACTS)
+    one_lb = ["https://lb.example:6443"] * 3
+    found = risks.one_address_outage_risks(fast, one_lb)
+    assert names(found) == ["short-tolerations-one-address"]
+    assert "lb.example" in found[0]["message"] and "20 s" in found[0]["message"]
+    assert risks.one_address_outage_risks(audit_timeline({}, FACTS), one_lb) == []  # stock 300 s
+    assert risks.one_address_outage_risks(fast, ["https://127.0.0.1:6443"]) == []  # a local proxy per node
+    assert risks.one_address_outage_risks(fast, ["https://cp1:6443", "https://cp2:6443"]) == []
+    assert "short-tolerations-one-address" in names(risks.audit_risks(fast, kubelet_servers=one_lb))
