@@ -21,6 +21,7 @@ import deadconn  # noqa: E402
 import plots  # noqa: E402
 import profiles  # noqa: E402
 import results as results_module  # noqa: E402
+import run_record  # noqa: E402
 
 FINDINGS_START = "<!-- findings:start -->"
 FINDINGS_END = "<!-- findings:end -->"
@@ -212,7 +213,7 @@ def event_incident_lines(raw_incident: dict | None) -> list[str]:
 
 
 def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str,
-         runs: list[dict] | None = None) -> str:
+         runs: list[dict] | None = None, last_run: dict | None = None) -> str:
     machine = results["machine"]
     gantt = [f"![{e}](timeline-{e}.png)" for e in dict.fromkeys(x["profile"] for x in results["timelines"])]
     text = [
@@ -220,9 +221,9 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         f"Measured on Kubernetes v{results['kubernetes_version']} (real kube-apiserver, kube-controller-manager, "
         f"kube-scheduler and etcd built from the published modules), {machine['cpus']} CPUs ({machine['cpu_model']}), "
-        f"{machine['memory_gib']} GiB, kernel {machine['kernel']}, {results['date']}. No other jobs ran; "
-        "the four timeline labs shared the 2 CPUs with each other (each raw record carries the load average at "
-        "its time). "
+        f"{machine['memory_gib']} GiB, kernel {machine['kernel']}, {results['date']}. The timeline labs shared "
+        "the CPUs with each other; each raw record carries the load average at its time, and the findings say what "
+        "else ran. "
         + "".join(f"The rows of {', '.join(e['profiles'])} were measured later, {e['date']}, on {e['cpus']} CPUs "
                   f"({e['cpu_model']}), kernel {e['kernel']}, while other jobs ran on the same CPUs (load averages "
                   "next to the numbers). " for e in machine.get("added", []))
@@ -233,6 +234,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "    make bench                 # bench/run.sh: everything below, then this page",
         "    bench/run.sh --quick       # smoke: 100 nodes, short windows, one run each",
+        "",
+        run_record.describe(last_run),
         "",
         "bench/run.sh runs, in this order (logs in /var/tmp/nodeguard-bench-logs):",
         "",
@@ -414,7 +417,8 @@ def main() -> int:
     if readme.exists() and FINDINGS_START in readme.read_text():
         current = readme.read_text()
         findings = current.split(FINDINGS_START, 1)[1].split(FINDINGS_END, 1)[0]
-    readme.write_text(page(results, raw_cost, raw_incident, findings, results_module.timeline_runs(raw)))
+    last_run = json.loads((raw / "make-bench.json").read_text()) if (raw / "make-bench.json").exists() else None
+    readme.write_text(page(results, raw_cost, raw_incident, findings, results_module.timeline_runs(raw), last_run))
     print(f"report: {args.out / 'results.json'}, {readme}")
     return 0
 

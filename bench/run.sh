@@ -65,7 +65,10 @@ if [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt "$inotify_needed" ]; t
   echo "bench: raising fs.inotify.max_user_instances to $inotify_needed (was $(cat /proc/sys/fs/inotify/max_user_instances)) for six labs at once"
   sysctl -q -w fs.inotify.max_user_instances="$inotify_needed"
 fi
-echo "bench: load before start: $(cut -d' ' -f1-3 /proc/loadavg); logs in $logs"
+bench_started=$(date -u +%FT%TZ)
+bench_started_s=$(date +%s)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "bench: load before start: $load_before; logs in $logs"
 
 timelines() {  # lab profiles...  (the lab is taken down also when a run fails)
   local lab=$1 status=0; shift
@@ -127,6 +130,10 @@ echo "bench: control-plane cost (scale mode)"
 rm -f "$out/raw/cost.json"
 "$python" bench/cost.py "${cost_args[@]}" --out "$out/raw/cost.json" 2>&1 | tee "$logs/cost.log"
 
+# How long this run took, for the page (issue 13: `make bench` end to end, in one go).
+"$python" bench/run_record.py --out "$out/raw/make-bench.json" --started "$bench_started" \
+  --seconds "$(( $(date +%s) - bench_started_s ))" --load-before "$load_before" --failed "$failed" \
+  --quick "$quick" --commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "bench: results, plots, page"
 "$python" bench/report.py --out "$out"
 if [ "$failed" != 0 ]; then

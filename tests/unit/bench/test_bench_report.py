@@ -42,3 +42,15 @@ def test_the_added_rows_are_dated_by_their_last_run_not_by_the_page():
     new = {"date": "2026-11-23T09:00:00Z", "machine": {"cpus": 2, "cpu_model": "EPYC", "kernel": "b"}, "timelines": []}
     merged = report.with_added_machine(previous, new, ["power-event"], "2026-11-23T08:34:14Z")
     assert merged["machine"]["added"][0]["date"] == "2026-11-23T08:34:14Z"
+
+
+def test_the_page_says_how_long_the_last_end_to_end_run_took_and_whether_every_part_finished():
+    import run_record
+
+    run = run_record.record("2026-11-23T11:32:09Z", 7530, "0.71 0.60 0.71", failed=False, quick=False, commit="75c96f0")
+    assert run["finished"] == "2026-11-23T13:37:39Z"
+    line = run_record.describe(run)
+    assert "`make bench` (commit 75c96f0) took **2 h 05 min**" in line and "every part finished" in line
+    failed = run_record.describe({**run, "every_part_finished": False, "seconds": 95})
+    assert "took **1 min 35 s**" in failed and "a part failed" in failed
+    assert "No end-to-end" in run_record.describe(None)
