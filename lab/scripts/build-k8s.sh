@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Builds the lab's Kubernetes binaries from published Go modules (no release downloads):
-#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl  <- k8s.io/kubernetes
-#   etcd                                                              <- go.etcd.io/etcd/server/v3
-#   kwok                                                              <- sigs.k8s.io/kwok
+#   kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kubelet  <- k8s.io/kubernetes
+#   etcd                                                                        <- go.etcd.io/etcd/server/v3
+#   kwok                                                                        <- sigs.k8s.io/kwok
+#   pause (the lab's pod sandbox program, registry.k8s.io/pause:3.10 in the     <- lab/k8s-build/pause
+#   real-kubelet worker's containerd; keyed by the hash of its source)
 # Versions come from lab/k8s-build/go.mod (one module pins them all, with replace lines for the
 # k8s.io staging modules) and KWOK_VERSION. Binaries are cached outside the repo, keyed by
 # version, so a second run costs nothing:
 #   ~/.cache/nodeguard/k8s/<version>/bin/  ~/.cache/nodeguard/etcd/<version>/bin/  ~/.cache/nodeguard/kwok/<version>/bin/
+#   ~/.cache/nodeguard/pause/<source hash>/bin/
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # The version go.mod requires (read with awk: Go is only needed when something must be built).
@@ -44,11 +47,15 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 done
 
 k8s_bin="$cache/k8s/$k8s_version/bin"
-for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl; do
+for cmd in kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet; do
   build "$k8s_bin/$cmd" "k8s.io/kubernetes/cmd/$cmd" "$k8s_ldflags"
 done
 
 build "$cache/etcd/$etcd_version/bin/etcd" go.etcd.io/etcd/server/v3
+
+# The pause program is ours: keyed by its source hash, so an edit rebuilds it.
+pause_hash=$(sha256sum "$here/k8s-build/pause/main.go" | cut -c1-16)
+build "$cache/pause/$pause_hash/bin/pause" ./pause
 
 kwok_bin="$cache/kwok/$kwok_version/bin"
 if [ -x "$kwok_bin/kwok" ]; then
