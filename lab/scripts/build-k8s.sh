@@ -5,11 +5,12 @@
 #   kwok                                                                        <- sigs.k8s.io/kwok
 #   pause (the lab's pod sandbox program, registry.k8s.io/pause:3.10 in the     <- lab/k8s-build/pause
 #   real-kubelet worker's containerd; keyed by the hash of its source)
+#   nodeguard-csi-node (the lab CSI driver's node plugin, same keying)          <- lab/k8s-build/csinode
 # Versions come from lab/k8s-build/go.mod (one module pins them all, with replace lines for the
 # k8s.io staging modules) and KWOK_VERSION. Binaries are cached outside the repo, keyed by
 # version, so a second run costs nothing:
 #   ~/.cache/nodeguard/k8s/<version>/bin/  ~/.cache/nodeguard/etcd/<version>/bin/  ~/.cache/nodeguard/kwok/<version>/bin/
-#   ~/.cache/nodeguard/pause/<source hash>/bin/
+#   ~/.cache/nodeguard/pause/<source hash>/bin/  ~/.cache/nodeguard/csinode/<source hash>/bin/
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 # The version go.mod requires (read with awk: Go is only needed when something must be built).
@@ -56,6 +57,8 @@ build "$cache/etcd/$etcd_version/bin/etcd" go.etcd.io/etcd/server/v3
 # The pause program is ours: keyed by its source hash, so an edit rebuilds it.
 pause_hash=$(sha256sum "$here/k8s-build/pause/main.go" | cut -c1-16)
 build "$cache/pause/$pause_hash/bin/pause" ./pause
+csinode_hash=$(cat "$here"/k8s-build/csinode/*.go | sha256sum | cut -c1-16)
+build "$cache/csinode/$csinode_hash/bin/nodeguard-csi-node" ./csinode
 
 kwok_bin="$cache/kwok/$kwok_version/bin"
 if [ -x "$kwok_bin/kwok" ]; then
