@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import http.server
 import ipaddress
 import logging
 import os
@@ -179,6 +180,25 @@ def start_kwok(args, settings, node_ip: str) -> subprocess.Popen:
     return subprocess.Popen(command)
 
 
+def serve_healthz(settings: kubelet_config.KubeletSettings) -> None:
+    """/healthz answers ok where the kubelet serves it (healthzBindAddress:healthzPort), once kwok runs."""
+
+    class Healthz(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            ok = self.path == "/healthz"
+            self.send_response(200 if ok else 404)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.end_headers()
+            self.wfile.write(b"ok" if ok else b"404 page not found\n")
+
+        def log_message(self, *_args):
+            pass
+
+    if settings.healthz_port:
+        server = http.server.ThreadingHTTPServer((settings.healthz_bind_address, settings.healthz_port), Healthz)
+        threading.Thread(target=server.serve_forever, name="healthz", daemon=True).start()
+
+
 def watch_in_background(list_function, changed: threading.Event, **selector) -> None:
     """Set `changed` on every event of a watch; the watch is restarted when it ends or breaks."""
 
@@ -211,6 +231,7 @@ def run(args) -> int:
     register_csi_driver(storage, core, args.node_name)
     renew_and_release_lease(coordination, args.node_name, settings)
     kwok = start_kwok(args, settings, node_ip)
+    serve_healthz(settings)
 
     stopping = []
 
@@ -250,7 +271,12 @@ def main() -> int:
     parser.add_argument("--pod-cidr", default="10.244.0.0/24")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s", stream=sys.stdout)
-    return run(args)
+    try:
+        return run(args)
+    except kubelet_config.KubeletConfigError as error:
+        # A file the kubelet refuses: its last line and exit code 1, as a kubelet (no traceback).
+        print(kubelet_config.command_failed(error), file=sys.stderr, flush=True)
+        return 1
 
 
 if __name__ == "__main__":

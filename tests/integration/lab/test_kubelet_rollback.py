@@ -1,0 +1,93 @@
+"""The kubelet_heartbeat role rolls back a kubelet configuration the kubelet refuses.
+
+The kubelet cannot check a configuration without running it, so the role's restart is the check:
+given nodeLeaseDurationSeconds -5 (the kubelet: "nodeLeaseDurationSeconds must be greater than 0"),
+the first worker's kubelet exits at once and is started again and again. The role must put
+config.yaml back byte for byte, restart the kubelet and see it healthy again (same settings as
+before, a renewed Lease, Ready), and fail the run quoting the kubelet's own error, before the
+play goes on to the next worker: the other workers' files and kubelet processes are untouched.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+PLAYBOOK = REPO / "tests" / "integration" / "lab" / "kubelet_rollback.yml"
+CONFIG = "/var/lib/kubelet/config.yaml"
+
+
+def node_exec(lab, node: str, *command: str) -> str:
+    return lab.podman("exec", node, *command).stdout
+
+
+def kubelet_unit(lab, node: str) -> dict[str, str]:
+    text = node_exec(lab, node, "systemctl", "show", "kubelet", "-p", "MainPID,NRestarts,ActiveState")
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def lease(lab, node: str):
+    from kubernetes import client
+
+    return client.CoordinationV1Api(lab.api_client()).read_namespaced_lease(node, "kube-node-lease")
+
+
+def kubelet_files(lab, node: str) -> str:
+    """Every file the role could write on the node, with its checksum (backups included)."""
+    return node_exec(lab, node, "sh", "-c",
+                     "find /var/lib/kubelet /etc/systemd/system/kubelet.service.d -maxdepth 1 -type f "
+                     "-exec sha256sum {} + 2>/dev/null | sort; true")
+
+
+@pytest.fixture
+def workers(lab):
+    names = lab.inventory_nodes()["workers"]
+    assert len(names) >= 2, "the test needs two workers: one that fails, one that must stay untouched"
+    saved = {node: node_exec(lab, node, "cat", CONFIG) for node in names}
+    yield names
+    # A failed assertion must not leave a broken kubelet behind.
+    for node, text in saved.items():
+        if node_exec(lab, node, "cat", CONFIG) != text:
+            subprocess.run(["podman", "exec", "-i", node, "sh", "-c", f"cat > {CONFIG} && systemctl restart kubelet"],
+                           input=text, text=True, check=True)
+            lab.wait_for(lambda node=node: lab.node_ready(node), timeout=120, what=f"{node} Ready after the test")
+
+
+def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, workers):
+    first, others = workers[0], workers[1:]
+    config_before = node_exec(lab, first, "cat", CONFIG)
+    lease_before = lease(lab, first).spec.lease_duration_seconds
+    unit_before = kubelet_unit(lab, first)
+    others_before = {node: (kubelet_files(lab, node), kubelet_unit(lab, node)["MainPID"]) for node in others}
+    started = datetime.datetime.now(datetime.UTC)
+
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    result = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"), str(PLAYBOOK)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    output = result.stdout + result.stderr
+
+    assert result.returncode != 0, output
+    assert f"Kubelet settings on {first} failed and were rolled back" in output, output
+    assert f"restored: {CONFIG}" in output, output
+    assert "is not a stable process" in output, output
+    # The kubelet's own words, from its journal.
+    assert "nodeLeaseDurationSeconds must be greater than 0" in output, output
+    assert "the restored kubelet is healthy again" in output, output
+    # The file is back byte for byte, and the kubelet runs with it: restarted, stable, its Lease as before.
+    assert node_exec(lab, first, "cat", CONFIG) == config_before
+    unit_after = kubelet_unit(lab, first)
+    assert unit_after["ActiveState"] == "active" and unit_after["MainPID"] != unit_before["MainPID"], unit_after
+    renewed = lease(lab, first)
+    assert renewed.spec.lease_duration_seconds == lease_before
+    assert renewed.spec.renew_time > started
+    assert lab.node_ready(first)
+    # The play stopped on the first node: nothing on the others was written or restarted.
+    for node in others:
+        assert f"ok: [{node}]" not in output and f"changed: [{node}]" not in output, output
+        assert (kubelet_files(lab, node), kubelet_unit(lab, node)["MainPID"]) == others_before[node], node

@@ -1,0 +1,100 @@
+"""The kubelet_heartbeat role's rollback: what it restores, and the kubelet's reason it quotes.
+
+The role keeps a backup of every file it changes and, when the restarted kubelet is not healthy,
+copies the backups back and removes the files it created (vars/main.yml: _kubelet_heartbeat_changed).
+Its failure message quotes the kubelet's own error lines (files/kubelet_errors.sh) without the
+configuration dump a refusing kubelet prints after ", path: &".
+"""
+
+import os
+import subprocess
+
+import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+
+try:  # ansible-core 2.19 templates only trusted strings
+    from ansible.template import trust_as_template
+except ImportError:  # older ansible-core: every string is a template
+    def trust_as_template(value):
+        return value
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROLE = os.path.join(REPO, "roles", "kubelet_heartbeat")
+SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result was False"}
+DROPIN = "/etc/systemd/system/kubelet.service.d/90-nodeguard-failover.conf"
+
+
+def changed_files(**registered):
+    with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as handle:
+        role_vars = {name: trust_as_template(value) for name, value in yaml.safe_load(handle).items()}
+    variables = {**role_vars, "_kubelet_heartbeat_service": "kubelet", **registered}
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ _kubelet_heartbeat_changed }}"))
+
+
+def test_nothing_changed_nothing_to_restore():
+    assert changed_files(_kubelet_heartbeat_config_edit={"changed": False, "path": "/var/lib/kubelet/config.yaml"},
+                         _kubelet_heartbeat_dropin_edit=SKIPPED, _kubelet_heartbeat_env_edit=SKIPPED,
+                         _kubelet_heartbeat_env_removal={"changed": False, "path": DROPIN, "state": "absent"}) == []
+
+
+def test_changed_files_come_back_from_their_backups_and_new_files_are_removed():
+    restored = changed_files(
+        _kubelet_heartbeat_config_edit={"changed": True, "path": "/var/lib/kubelet/config.yaml",
+                                        "backup_file": "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"},
+        _kubelet_heartbeat_dropin_edit=SKIPPED, _kubelet_heartbeat_rancher_edit=SKIPPED,
+        # copy: a new drop-in has no backup_file and reports dest, not path.
+        _kubelet_heartbeat_env_edit={"changed": True, "dest": DROPIN})
+    assert [(item["path"], item.get("backup_file")) for item in restored] == [
+        ("/var/lib/kubelet/config.yaml", "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"), (DROPIN, None)]
+
+
+def test_a_removed_environment_drop_in_comes_back_from_its_saved_copy():
+    restored = changed_files(_kubelet_heartbeat_config_edit={"changed": True, "path": "/var/lib/kubelet/config.yaml",
+                                                             "backup_file": "/var/lib/kubelet/config.yaml.b~"},
+                             _kubelet_heartbeat_env_edit=SKIPPED,
+                             _kubelet_heartbeat_env_removal={"changed": True, "path": DROPIN, "state": "absent"})
+    assert (DROPIN, DROPIN + ".nodeguard-removed~") in [(item["path"], item.get("backup_file")) for item in restored]
+    # systemd reads only *.conf in a drop-in directory: the saved copy is not read.
+    assert not (DROPIN + ".nodeguard-removed~").endswith(".conf")
+
+
+REFUSED = ('"command failed" err="failed to validate kubelet configuration, error: invalid configuration: '
+           'nodeLeaseDurationSeconds must be greater than 0, path: &KubeletConfiguration{StaticPodURLHeader:'
+           'map[Authorization:[Bearer s3cr3t]]}"')
+JOURNAL = (
+    'I1123 12:01:29.000000    1116 server.go:500] "Kubelet version" kubeletVersion="v1.35.4"\n'
+    f"E1123 12:01:30.726757    1116 run.go:72] {REFUSED}\n"
+    f"E1123 12:01:33.362614    1117 run.go:72] {REFUSED}\n"
+    "Error: unknown flag: --no-such-flag\n"
+    "W1123 12:01:34.000000    1118 warnings.go:70] a warning\n"
+)
+
+
+def run_errors_script(tmp_path, journal, lines="3"):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (tmp_path / "journal").write_text(journal)
+    (fake / "journalctl").write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/args\ncat {tmp_path}/journal\n")
+    (fake / "journalctl").chmod(0o755)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    result = subprocess.run(["sh", os.path.join(ROLE, "files", "kubelet_errors.sh"), "kubelet", "1795435290", lines],
+                            env=env, capture_output=True, text=True, check=True)
+    return result.stdout.splitlines(), (tmp_path / "args").read_text()
+
+
+def test_the_kubelets_error_lines_once_each_without_its_configuration(tmp_path):
+    lines, args = run_errors_script(tmp_path, JOURNAL)
+    assert "-u kubelet --since @1795435290" in args
+    assert lines == [
+        'E1123 12:01:33.362614    1117 run.go:72] "command failed" err="failed to validate kubelet configuration, error: '
+        "invalid configuration: nodeLeaseDurationSeconds must be greater than 0, path: (configuration left out)",
+        "Error: unknown flag: --no-such-flag",
+    ]
+    assert not any("s3cr3t" in line for line in lines)
+
+
+def test_only_the_last_error_lines(tmp_path):
+    journal = "".join(f"E1123 12:00:{second:02d}.000000    1 x.go:1] error {second}\n" for second in range(10))
+    lines, _ = run_errors_script(tmp_path, journal, lines="2")
+    assert [line.split("] ")[1] for line in lines] == ["error 8", "error 9"]
