@@ -27,6 +27,8 @@ mntns=$run/ns/mnt
 images=(localhost/nodeguard-node:bookworm localhost/nodeguard-controlplane:bookworm localhost/nodeguard-lab-worker:latest)
 # NODEGUARD_LAB_LB=1 (passed on to lab.sh up): the lab with its API server load balancer (lab/lb).
 [ "${NODEGUARD_LAB_LB:-0}" = 1 ] && images+=(localhost/nodeguard-lab-lb:latest)
+# NODEGUARD_LAB_REAL_KUBELET=1 (passed on to lab.sh up): one more worker with the real kubelet.
+[ "${NODEGUARD_LAB_REAL_KUBELET:-0}" = 1 ] && images+=(localhost/nodeguard-lab-worker-kubelet:latest)
 export CONTAINERS_CONF=$conf/containers.conf CONTAINERS_STORAGE_CONF=$conf/storage.conf
 
 say() { echo "isolated-lab $name: $*"; }

@@ -5,7 +5,8 @@
 #   lab/scripts/lab.sh status   nodes, BMC power per node, live control-plane flags
 #   lab/scripts/lab.sh down     remove every lab container, the lab network and the BMC processes
 #
-# Environment: NODEGUARD_LAB_WORKERS (default 3); NODEGUARD_LAB_LB=1 puts an API server load balancer
+# Environment: NODEGUARD_LAB_WORKERS (default 3); NODEGUARD_LAB_REAL_KUBELET=1 adds ng-worker<N+1> with
+# the real kubelet and containerd (docs/lab-workers.md); NODEGUARD_LAB_LB=1 puts an API server load balancer
 # (lab/lb, haproxy) between every kubelet and the API server, from the lab's creation on (docs/lab.md).
 set -euo pipefail
 
@@ -19,6 +20,8 @@ workers=${NODEGUARD_LAB_WORKERS:-3}
 export NODEGUARD_LAB_WORKERS=$workers
 worker_nodes=()
 for i in $(seq 1 "$workers"); do worker_nodes+=("ng-worker$i"); done
+# NODEGUARD_LAB_REAL_KUBELET=1: one more worker runs the real kubelet with containerd (docs/lab-workers.md).
+if [ "${NODEGUARD_LAB_REAL_KUBELET:-0}" = 1 ]; then worker_nodes+=("ng-worker$((workers + 1))"); fi
 
 say() { echo "lab: $*"; }
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Lab worker nodes (see docs/lab-workers.md): podman containers ng-worker1..N on the lab network,
 # each a systemd "node" whose kubelet.service is the kubelet stand-in (lab/workers/standin).
+# With NODEGUARD_LAB_REAL_KUBELET=1 one more, ng-worker<N+1>, runs the REAL kubelet with containerd
+# (lab/workers/kubelet); by default nothing changes.
 #
 #   workers.sh up [N]     create/start N workers (default $NODEGUARD_LAB_WORKERS or 3), wait until
 #                         their Nodes are Ready, then bring up lab storage (lab/storage/storage.sh)
@@ -21,6 +23,14 @@ image=localhost/nodeguard-lab-worker:latest
 base_image=localhost/nodeguard-node:bookworm
 cache=${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}
 kwok=${NODEGUARD_KWOK:-$cache/kwok/v0.7.0/bin/kwok}
+# The real-kubelet worker: its image, and the binaries lab/scripts/build-k8s.sh caches.
+real_kubelet=${NODEGUARD_LAB_REAL_KUBELET:-0}
+real_image=localhost/nodeguard-lab-worker-kubelet:latest
+k8s_version=$(awk '($1 == "k8s.io/kubernetes" || ($1 == "require" && $2 == "k8s.io/kubernetes")) {print $NF; exit}' "$lab/k8s-build/go.mod")
+kubelet_bin=$cache/k8s/$k8s_version/bin/kubelet
+pause_bin=$cache/pause/$(sha256sum "$lab/k8s-build/pause/main.go" | cut -c1-16)/bin/pause
+csinode_bin=$cache/csinode/$(cat "$lab"/k8s-build/csinode/*.go | sha256sum | cut -c1-16)/bin/nodeguard-csi-node
+python=${NODEGUARD_PYTHON:-$repo/.venv/bin/python}
 kubeconfig=${NODEGUARD_LAB_KUBECONFIG:-$state/admin.kubeconfig}
 pki=$state/pki
 role_label=nodeguard.lab.role=worker
@@ -33,17 +43,25 @@ worker_ip() { echo "$subnet.$((100 + $1))"; }   # ng-worker1 = .101; the control
 
 # --- image ------------------------------------------------------------------------------------
 
-ensure_image() {
-  podman image exists "$base_image" || "$repo/scripts/build-node-image.sh"
-  local recipe
-  recipe=$( { podman image inspect --format '{{.Id}}' "$base_image"
-              cat "$here/Containerfile" "$here/kubelet.service" "$here"/standin/*.py; } | sha256sum | cut -c1-16)
-  if [ "$(podman image inspect --format '{{ index .Labels "nodeguard.recipe" }}' "$image" 2>/dev/null)" = "$recipe" ]; then
+# build_image IMAGE DIR FILE...: builds DIR/Containerfile unless IMAGE carries the hash of its inputs.
+build_image() {
+  local target=$1 dir=$2 recipe
+  shift 2
+  recipe=$( { podman image inspect --format '{{.Id}}' "$base_image"; cat "$@"; } | sha256sum | cut -c1-16)
+  if [ "$(podman image inspect --format '{{ index .Labels "nodeguard.recipe" }}' "$target" 2>/dev/null)" = "$recipe" ]; then
     return 0
   fi
-  say "building $image (recipe $recipe)"
+  say "building $target (recipe $recipe)"
   podman build -q --label "nodeguard.recipe=$recipe" --build-arg "BASE_IMAGE=$base_image" \
-    -t "$image" -f "$here/Containerfile" "$here" >/dev/null
+    -t "$target" -f "$dir/Containerfile" "$dir" >/dev/null
+}
+
+ensure_image() {
+  podman image exists "$base_image" || "$repo/scripts/build-node-image.sh"
+  build_image "$image" "$here" "$here/Containerfile" "$here/kubelet.service" "$here"/standin/*.py
+  if [ "$real_kubelet" = 1 ]; then
+    build_image "$real_image" "$here/kubelet" "$here"/kubelet/*
+  fi
 }
 
 # --- per-node files ---------------------------------------------------------------------------
@@ -97,22 +115,75 @@ create_worker() {
   say "created $node ($(worker_ip "$i"))"
 }
 
+# The real kubelet's node: the files `kubeadm join` leaves, with the lab's node-specific settings
+# (kubeadm's place for them: patches and kubeadm-flags.env):
+#  - config.yaml: the cluster's KubeletConfiguration + cgroupfs, failCgroupV1: false (the host is
+#    cgroup v1, which kubelet v1.35 refuses without it) and containerd's socket;
+#  - kubeadm-flags.env: --node-ip, and a NoSchedule taint nodeguard.lab/no-csi-node while the node
+#    has no CSI node plugin (the db pods' volumes could not be staged there);
+#  - the CNI bridge with the node's pod CIDR 10.244.N.0/24;
+#  - the SMBIOS UUID its BMC reports, also as /etc/machine-id (kubelet/nodeguard-node-identity.sh).
+# Own cgroup namespace (--cgroupns=private): the kubelet's kubepods hierarchy stays inside the node.
+create_real_worker() {
+  local i=$1 node="ng-worker$1" config=$2
+  local conf ca files
+  conf=$(node_kubeconfig "$node")
+  ca="$pki/kubernetes/pki/ca.crt"
+  podman create --name "$node" --hostname "$node" --network "$network" --ip "$(worker_ip "$i")" \
+    --label "$role_label" --label nodeguard.lab.kubelet=real \
+    --privileged --cgroupns=private --systemd=always --runtime runc \
+    --ulimit nofile=16384:16384 --ulimit nproc=8192:8192 \
+    -v "$kubelet_bin:/usr/local/bin/kubelet:ro" -v "$pause_bin:/usr/local/bin/pause:ro" \
+    -v "$csinode_bin:/usr/local/bin/nodeguard-csi-node:ro" "$real_image" >/dev/null
+  files=$(mktemp -d)
+  "$python" - "$config" "$files/config.yaml" <<'PY'
+import sys, yaml
+config = yaml.safe_load(open(sys.argv[1]))
+config.update(cgroupDriver="cgroupfs", failCgroupV1=False,
+              containerRuntimeEndpoint="unix:///run/containerd/containerd.sock")
+open(sys.argv[2], "w").write(yaml.safe_dump(config, sort_keys=True))
+PY
+  echo "KUBELET_KUBEADM_ARGS=\"--node-ip=$(worker_ip "$i") --register-with-taints=nodeguard.lab/no-csi-node=:NoSchedule\"" \
+    >"$files/kubeadm-flags.env"
+  echo 'KUBELET_EXTRA_ARGS=' >"$files/kubelet"
+  sed "s|@POD_CIDR@|10.244.$i.0/24|" "$here/kubelet/10-lab-bridge.conflist" >"$files/10-lab-bridge.conflist"
+  python3 "$lab/bmc/system_uuid.py" "$node" >"$files/product_uuid"
+  tr -d '-' <"$files/product_uuid" >"$files/machine-id"
+  podman cp "$files/config.yaml" "$node:/var/lib/kubelet/config.yaml"
+  podman cp "$files/kubeadm-flags.env" "$node:/var/lib/kubelet/kubeadm-flags.env"
+  podman cp "$files/kubelet" "$node:/etc/default/kubelet"
+  podman cp "$files/10-lab-bridge.conflist" "$node:/etc/cni/net.d/10-lab-bridge.conflist"
+  podman cp "$files/product_uuid" "$node:/etc/nodeguard/product_uuid"
+  podman cp "$files/machine-id" "$node:/etc/machine-id"
+  podman cp "$conf" "$node:/etc/kubernetes/kubelet.conf"
+  [ -f "$ca" ] && podman cp "$ca" "$node:/etc/kubernetes/pki/ca.crt"
+  rm -rf "$files"
+  say "created $node ($(worker_ip "$i"), real kubelet $k8s_version)"
+}
+
 cmd_up() {
   local count=${1:-${NODEGUARD_LAB_WORKERS:-3}}
   [ -x "$kwok" ] || die "kwok not found at $kwok (run lab/scripts/build-k8s.sh)"
+  if [ "$real_kubelet" = 1 ]; then
+    [ -x "$kubelet_bin" ] && [ -x "$pause_bin" ] && [ -x "$csinode_bin" ] ||
+      die "kubelet, pause or nodeguard-csi-node not in the cache ($kubelet_bin, $pause_bin, $csinode_bin): run lab/scripts/build-k8s.sh"
+  fi
   [ -f "$kubeconfig" ] || die "no kubeconfig at $kubeconfig: bring the control plane up first"
   podman network exists "$network" || podman network create --subnet "$subnet.0/24" "$network" >/dev/null
   ensure_image
   k apply -f "$here/rbac.yaml" >/dev/null
   local config nodes=() i
   config=$(kubelet_config_file)
-  for i in $(seq 1 "$count"); do
-    local node="ng-worker$i"
+  local last=$count
+  [ "$real_kubelet" = 1 ] && last=$((count + 1))
+  for i in $(seq 1 "$last"); do
+    local node="ng-worker$i" kind=create_worker node_image=$image
+    [ "$i" -gt "$count" ] && kind=create_real_worker node_image=$real_image
     nodes+=("$node")
     if ! podman container exists "$node"; then
-      create_worker "$i" "$config"
-    elif [ "$(podman inspect --format '{{.Image}}' "$node")" != "$(podman image inspect --format '{{.Id}}' "$image")" ]; then
-      say "note: $node runs an older $image (its files are kept); workers.sh down && up to renew it"
+      "$kind" "$i" "$config"
+    elif [ "$(podman inspect --format '{{.Image}}' "$node")" != "$(podman image inspect --format '{{.Id}}' "$node_image")" ]; then
+      say "note: $node runs an older $node_image (its files are kept); workers.sh down && up to renew it"
     fi
     if [ "$(podman inspect --format '{{.State.Running}}' "$node")" != true ]; then
       podman start "$node" >/dev/null
@@ -159,7 +230,11 @@ cmd_status() {
     local container ready timings="-"
     container=$(podman inspect --format '{{.State.Status}}' "$node")
     ready=$(k get node "$node" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || echo "?")
-    [ "$container" = running ] && timings=$(effective_timings "$node")
+    if [ "$(podman inspect --format '{{ index .Config.Labels "nodeguard.lab.kubelet" }}' "$node")" = real ]; then
+      timings="real kubelet (its /var/lib/kubelet/config.yaml)"
+    elif [ "$container" = running ]; then
+      timings=$(effective_timings "$node")
+    fi
     printf '%-12s %-10s %-8s %s\n' "$node" "$container" "${ready:-?}" "$timings"
   done
 }
@@ -169,5 +244,5 @@ case "${1:-}" in
   image) ensure_image ;;
   down) cmd_down ;;
   status) cmd_status ;;
-  *) echo "usage: $0 up [N] | down | status" >&2; exit 2 ;;
+  *) echo "usage: $0 up [N] | image | down | status" >&2; exit 2 ;;
 esac
