@@ -11,8 +11,11 @@ description:
   - Sets, changes or removes top-level fields of a kubelet configuration file (C(kind) V(KubeletConfiguration)),
     such as C(/var/lib/kubelet/config.yaml) written by kubeadm, or a file in a kubelet C(--config-dir) drop-in directory.
   - Mapping values such as C(featureGates) are merged key by key; other values replace the field.
-  - The kubelet reads the file only at start; restart it afterwards (the C(nodeguard.failover) kubelet role does,
-    then waits for the node to be Ready).
+  - The kubelet reads the file only at start; restart it afterwards. The kubelet cannot check a configuration without
+    running it, and this module checks only the types of the fields it knows (a duration must be a Go duration, a count
+    an integer). A value the kubelet refuses for other reasons (for example a negative C(nodeLeaseDurationSeconds)) shows
+    only when the kubelet starts. The C(nodeguard.failover.kubelet_heartbeat) role therefore restarts the kubelet, checks
+    that it came back healthy, and restores the backup (RV(backup_file)) when it did not.
   - On kubeadm clusters also update the C(kubelet) key of ConfigMap C(kube-system/kubelet-config), or
     C(kubeadm upgrade) rewrites the file; see the P(nodeguard.failover.kubelet_config_merge#filter) filter.
 author:
