@@ -7,6 +7,7 @@ on 127.0.0.1, node power through the lab's Redfish BMC (or podman when no BMC is
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from collections.abc import Callable
@@ -275,3 +276,19 @@ def component_healthy(component: str) -> bool:
     """The component's own health endpoint answers ok (anonymous access is allowed for these paths)."""
     result = cp_exec("curl", "--silent", "--insecure", "--max-time", "3", HEALTH_URLS[component], check=False)
     return result.returncode == 0 and result.stdout.strip() == "ok"
+
+
+# --- the real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1, docs/lab-workers.md) ------------
+
+REAL_KUBELET_LABEL = "nodeguard.lab.kubelet=real"  # the podman label workers.sh gives it
+
+
+def real_kubelet_workers() -> list[str]:
+    names = podman("ps", "-a", "--filter", f"label={REAL_KUBELET_LABEL}", "--format", "{{.Names}}").stdout.split()
+    return sorted(names)
+
+
+def lab_up_with_real_kubelet(enabled: bool) -> None:
+    """lab.sh up with or without the real-kubelet worker in its BMCs and inventory (idempotent)."""
+    env = dict(os.environ, NODEGUARD_LAB_REAL_KUBELET="1" if enabled else "0")
+    subprocess.run([str(LAB_SH), "up"], check=True, env=env)
