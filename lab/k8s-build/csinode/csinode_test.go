@@ -132,11 +132,13 @@ func TestPluginAsTheKubeletUsesIt(t *testing.T) {
 		t.Fatal("a read-only publish accepted a write")
 	}
 
-	// 5. Honest errors: bad handles, relative paths, block volumes, multi-node access.
+	// 5. Honest errors: bad handles, relative paths or outside the kubelet's, block volumes, multi-node access.
 	_, err = node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "../etc", StagingTargetPath: staging, VolumeCapability: capability})
 	wantCode(t, err, codes.InvalidArgument)
 	_, err = node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "db-1", StagingTargetPath: "relative/path", VolumeCapability: capability})
 	wantCode(t, err, codes.InvalidArgument)
+	_, err = node.NodePublishVolume(ctx, &csi.NodePublishVolumeRequest{VolumeId: "db-0", StagingTargetPath: staging, TargetPath: filepath.Join(root, "elsewhere"), VolumeCapability: capability})
+	wantCode(t, err, codes.InvalidArgument) // outside the kubelet's directory
 	block := &csi.VolumeCapability{AccessType: &csi.VolumeCapability_Block{Block: &csi.VolumeCapability_BlockVolume{}}, AccessMode: capability.AccessMode}
 	_, err = node.NodeStageVolume(ctx, &csi.NodeStageVolumeRequest{VolumeId: "db-1", StagingTargetPath: staging + "2", VolumeCapability: block})
 	wantCode(t, err, codes.InvalidArgument)

@@ -58,6 +58,10 @@ func main() {
 	if err := validateName(cfg.nodeName); err != nil {
 		log.Fatalf("--node-name: %v", err)
 	}
+	if !filepath.IsAbs(cfg.kubeletDir) || !filepath.IsAbs(cfg.dataDir) {
+		log.Fatal("--kubelet-dir and --data-dir must be absolute paths")
+	}
+	cfg.kubeletDir, cfg.dataDir = filepath.Clean(cfg.kubeletDir), filepath.Clean(cfg.dataDir)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -76,7 +80,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	csiServer := grpc.NewServer()
 	csi.RegisterIdentityServer(csiServer, identityServer{})
-	csi.RegisterNodeServer(csiServer, &nodeServer{nodeName: cfg.nodeName, dataDir: cfg.dataDir})
+	csi.RegisterNodeServer(csiServer, &nodeServer{nodeName: cfg.nodeName, kubeletDir: cfg.kubeletDir, dataDir: cfg.dataDir})
 	go serve(csiServer, csiListener)
 
 	regListener, err := listenUnix(cfg.registrationSocket())

@@ -43,9 +43,10 @@ func (identityServer) Probe(context.Context, *csi.ProbeRequest) (*csi.ProbeRespo
 // calls run one at a time so that a repeated call never races the first.
 type nodeServer struct {
 	csi.UnimplementedNodeServer
-	nodeName string
-	dataDir  string
-	mu       sync.Mutex
+	nodeName   string
+	kubeletDir string // every staging and target path is below it
+	dataDir    string
+	mu         sync.Mutex
 }
 
 func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
@@ -66,7 +67,7 @@ func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolume
 	if err := checkVolume(req.GetVolumeId(), req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	staging, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	staging, err := s.checkPath("staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVo
 	if err := validateName(req.GetVolumeId()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "volume_id: %v", err)
 	}
-	staging, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	staging, err := s.checkPath("staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +106,11 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	if err := checkVolume(req.GetVolumeId(), req.GetVolumeCapability()); err != nil {
 		return nil, err
 	}
-	staging, err := checkPath("staging_target_path", req.GetStagingTargetPath())
+	staging, err := s.checkPath("staging_target_path", req.GetStagingTargetPath())
 	if err != nil {
 		return nil, err
 	}
-	target, err := checkPath("target_path", req.GetTargetPath())
+	target, err := s.checkPath("target_path", req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	if err := validateName(req.GetVolumeId()); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "volume_id: %v", err)
 	}
-	target, err := checkPath("target_path", req.GetTargetPath())
+	target, err := s.checkPath("target_path", req.GetTargetPath())
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +182,18 @@ func checkVolume(volumeID string, capability *csi.VolumeCapability) error {
 	}
 }
 
-// checkPath accepts a clean absolute path without white space (mountinfo escapes white space;
-// the kubelet's paths never contain any).
-func checkPath(field, path string) (string, error) {
+// checkPath accepts a clean absolute path below the kubelet's directory, without white space
+// (mountinfo escapes white space; the kubelet's paths never contain any). The plugin never mounts
+// anywhere else.
+func (s *nodeServer) checkPath(field, path string) (string, error) {
 	if path == "" {
 		return "", status.Errorf(codes.InvalidArgument, "%s is missing", field)
 	}
 	if !filepath.IsAbs(path) || filepath.Clean(path) != path || strings.ContainsAny(path, " \t\n\\") {
 		return "", status.Errorf(codes.InvalidArgument, "%s %q is not a clean absolute path", field, path)
+	}
+	if !strings.HasPrefix(path, s.kubeletDir+"/") {
+		return "", status.Errorf(codes.InvalidArgument, "%s %q is not below the kubelet's directory %s", field, path, s.kubeletDir)
 	}
 	return path, nil
 }
