@@ -27,8 +27,13 @@ mntns=$run/ns/mnt
 images=(localhost/nodeguard-node:bookworm localhost/nodeguard-controlplane:bookworm localhost/nodeguard-lab-worker:latest)
 # NODEGUARD_LAB_LB=1 (passed on to lab.sh up): the lab with its API server load balancer (lab/lb).
 [ "${NODEGUARD_LAB_LB:-0}" = 1 ] && images+=(localhost/nodeguard-lab-lb:latest)
-# NODEGUARD_LAB_REAL_KUBELET=1 (passed on to lab.sh up): one more worker with the real kubelet.
-[ "${NODEGUARD_LAB_REAL_KUBELET:-0}" = 1 ] && images+=(localhost/nodeguard-lab-worker-kubelet:latest)
+# NODEGUARD_LAB_REAL_KUBELET=1 (passed on to lab.sh up): one more worker with the real kubelet;
+# NODEGUARD_LAB_REAL_KUBELET_IMAGE=1: only its image, for tests that add that worker themselves.
+real_kubelet_image=0
+if [ "${NODEGUARD_LAB_REAL_KUBELET:-0}" = 1 ] || [ "${NODEGUARD_LAB_REAL_KUBELET_IMAGE:-0}" = 1 ]; then
+  real_kubelet_image=1
+  images+=(localhost/nodeguard-lab-worker-kubelet:latest)
+fi
 export CONTAINERS_CONF=$conf/containers.conf CONTAINERS_STORAGE_CONF=$conf/storage.conf
 
 say() { echo "isolated-lab $name: $*"; }
@@ -95,6 +100,9 @@ build_images() {
   "${outside[@]}" "$copy/scripts/build-node-image.sh" >/dev/null
   "${outside[@]}" "$copy/lab/controlplane/controlplane.sh" image >/dev/null
   "${outside[@]}" "$copy/lab/workers/workers.sh" image >/dev/null
+  if [ "$real_kubelet_image" = 1 ]; then
+    "${outside[@]}" NODEGUARD_LAB_REAL_KUBELET=1 "$copy/lab/workers/workers.sh" image >/dev/null
+  fi
   if [ "${NODEGUARD_LAB_LB:-0}" = 1 ]; then "${outside[@]}" "$copy/lab/lb/lb.sh" image >/dev/null; fi
 }
 

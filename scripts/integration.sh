@@ -14,6 +14,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 private_lab=$repo/bench/isolated-lab.sh
 export NODEGUARD_BENCH_NAME=${NODEGUARD_TEST_LAB:-ngtest}
+# The real-kubelet worker's image is built and loaded, not the worker: the tests that need it add it
+# to the lab for their module and remove it afterwards (tests/integration/lab/test_real_kubelet.py).
+export NODEGUARD_LAB_REAL_KUBELET_IMAGE=1
 
 # What the user's lab is made of right now: its containers (name, id, state, start time), its network
 # and its BMC processes. Compared before and after the run.
