@@ -117,10 +117,12 @@ def real_worker(lab):
 
 @pytest.fixture(scope="module")
 def moved_db_pod(lab, real_worker):
-    """A db pod moved onto the real-kubelet worker: the other workers cordoned, one db pod deleted, its
+    """A db pod (re)started on the real-kubelet worker: the other workers cordoned, one db pod deleted, its
     replacement scheduled on the only schedulable worker; the other workers uncordoned again once it runs."""
     others = [n for n in lab.worker_names() if n != real_worker]
-    victim = sorted(db_pods(lab), key=lambda p: p.metadata.name)[0]
+    # The db pod already there if there is one (the anti-affinity would keep any other away), else the first.
+    pods = sorted(db_pods(lab), key=lambda p: p.metadata.name)
+    victim = next((p for p in pods if p.spec.node_name == real_worker), pods[0])
     for node in others:
         lab.kubectl("cordon", node)
     try:
