@@ -1,7 +1,7 @@
 """The lab CSI driver's node path on the REAL kubelet (issue 14, deliverable 2; docs/lab.md).
 
-The real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1) runs nodeguard-csi-node (lab/k8s-build/csinode)
-next to its kubelet. In order:
+The real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1; brought up for the module if the lab has none)
+runs nodeguard-csi-node (lab/k8s-build/csinode) next to its kubelet. In order:
   1. the kubelet registered the driver: the worker's CSINode lists lab.csi.nodeguard.dev with the node's
      name as its node id (what the VolumeAttachments and the attacher stand-in use);
   2. a db pod, moved there (the other workers cordoned, the pod deleted), runs with its RWO volume:
@@ -28,7 +28,6 @@ from kubernetes import client
 REPO = Path(__file__).resolve().parents[3]
 INVENTORY = REPO / "lab" / ".state" / "inventory.yml"
 DRIVER = "lab.csi.nodeguard.dev"
-REAL_KUBELET_LABEL = "nodeguard.lab.kubelet=real"  # the podman label workers.sh gives the real-kubelet worker
 VOLUMES_DIR = "/var/lib/nodeguard-csi/volumes"  # nodeguard-csi-node's --data-dir default
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 LOCK_NAMESPACE = "nodeguard-system"
@@ -105,14 +104,23 @@ def delete_incident_traces(lab, node: str) -> None:
 
 @pytest.fixture(scope="module")
 def real_worker(lab):
-    """The real-kubelet worker, with everything put back after the module, whatever happened."""
-    names = lab.podman("ps", "-a", "--filter", f"label={REAL_KUBELET_LABEL}", "--format", "{{.Names}}").stdout.split()
-    assert names, "no real-kubelet worker in this lab: bring it up with NODEGUARD_LAB_REAL_KUBELET=1 lab/scripts/lab.sh up"
+    """The real-kubelet worker (brought up if the lab has none, removed again afterwards), with everything
+    put back after the module, whatever happened."""
+    created = not lab.real_kubelet_workers()
+    if created:
+        lab.lab_up_with_real_kubelet(True)
+    names = lab.real_kubelet_workers()
+    assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
     node = names[0]
+    assert node in lab.inventory_nodes()["workers"], f"{node} is not in the lab inventory's workers"
     lab.reset_lab()
     yield node
     lab.reset_lab()  # powers the worker on, uncordons every node, removes test taints and the incident record
     delete_incident_traces(lab, node)
+    if created:
+        lab.podman("rm", "--force", "--time", "0", node)
+        lab.kubectl("delete", "node", node, "--ignore-not-found")
+        lab.lab_up_with_real_kubelet(False)
 
 
 @pytest.fixture(scope="module")
