@@ -10,7 +10,10 @@ it was found. In order:
   3. the Lease is renewed every nodeLeaseDurationSeconds / 4, as config.yaml says;
   4. the kubelet_heartbeat role (as tune-failover's kubelet play runs it) changes config.yaml, restarts the
      kubelet; the kubelet holds the new Lease duration and rhythm and is Ready; audit-failover reads them;
-  5. a power cycle through its BMC: the node comes back Ready with a new bootID on the same machine.
+  5. a planned shutdown (`systemctl poweroff` in the node) after the role set shutdownGracePeriod: the
+     kubelet's shutdown manager (logind delay lock) marks the Node not ready "node is shutting down" and
+     stops the pod with SIGTERM (DisruptionTarget TerminationByKubelet) before the machine goes down;
+  6. a power cycle through its BMC: the node comes back Ready with a new bootID on the same machine.
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ def real_worker(lab):
     assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
     node = names[0]
     assert node in lab.inventory_nodes()["workers"], f"{node} is not in the lab inventory's workers"
+    if lab.container_state(node) != "running":
+        lab.power_on(node)
     lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready")
     config = node_exec(lab, node, "cat", CONFIG).stdout
     yield node
@@ -131,25 +136,37 @@ def real_worker(lab):
         lab.lab_up_with_real_kubelet(False)
 
 
-@pytest.fixture
-def pod(lab, real_worker):
-    """A pod pinned to the real worker: a busybox container that logs a token and sleeps, next to a pause container."""
-    name, token = f"real-kubelet-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+def pinned_pod(lab, node: str, name: str, containers: list[dict], grace_seconds: int = 1) -> None:
     manifest = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": lab.NAMESPACE},
         "spec": {
-            "nodeName": real_worker,
+            "nodeName": node,
             "tolerations": [{"key": NO_CSI_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
-            "terminationGracePeriodSeconds": 1,
-            "containers": [
-                {"name": "sleeper", "image": BUSYBOX, "imagePullPolicy": "Never",
-                 "command": ["sh", "-c", f"echo token={token}; exec sleep 3600"]},
-                {"name": "pause", "image": PAUSE, "imagePullPolicy": "IfNotPresent"},
-            ],
+            "terminationGracePeriodSeconds": grace_seconds,
+            "containers": containers,
         },
     }
     lab.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
+
+
+def running_pod(lab, name: str, containers: int):
+    return lab.wait_for(
+        lab.value_when(lambda: lab.core().read_namespaced_pod(name, lab.NAMESPACE),
+                       lambda p: p.status.phase == "Running" and all(s.ready for s in p.status.container_statuses or [])
+                       and len(p.status.container_statuses or []) == containers),
+        timeout=120, interval=1, what=f"{name} Running")
+
+
+@pytest.fixture
+def pod(lab, real_worker):
+    """A pod pinned to the real worker: a busybox container that logs a token and sleeps, next to a pause container."""
+    name, token = f"real-kubelet-{uuid.uuid4().hex[:6]}", uuid.uuid4().hex
+    pinned_pod(lab, real_worker, name, [
+        {"name": "sleeper", "image": BUSYBOX, "imagePullPolicy": "Never",
+         "command": ["sh", "-c", f"echo token={token}; exec sleep 3600"]},
+        {"name": "pause", "image": PAUSE, "imagePullPolicy": "IfNotPresent"},
+    ])
     yield name, token
     lab.kubectl("delete", "pod", "-n", lab.NAMESPACE, name, "--ignore-not-found", "--wait=false", check=False)
 
@@ -172,11 +189,8 @@ def test_node_is_ready_and_says_what_runs_it(lab, real_worker):
 
 def test_pod_runs_in_real_containers(lab, real_worker, pod):
     name, token = pod
-    running = lab.wait_for(
-        lab.value_when(lambda: lab.core().read_namespaced_pod(name, lab.NAMESPACE),
-                       lambda p: p.status.phase == "Running" and all(s.ready for s in p.status.container_statuses or [])
-                       and len(p.status.container_statuses or []) == 2),
-        timeout=120, interval=1, what=f"{name} Running on {real_worker}")
+    running = running_pod(lab, name, containers=2)
+    assert running.spec.node_name == real_worker
     assert running.status.pod_ip and running.status.pod_ip.startswith("10.244."), running.status.pod_ip
     ids = {s.name: s.container_id.split("://", 1)[1] for s in running.status.container_statuses}
     assert all(s.container_id.startswith("containerd://") for s in running.status.container_statuses)
@@ -230,6 +244,43 @@ def test_kubelet_role_retunes_the_real_kubelet_and_audit_reads_it(lab, real_work
     kubelet = next(iter(reports.values()))["msg"]["settings_per_node"][real_worker]["kubelet"]
     assert str(kubelet.get("nodeLeaseDurationSeconds")) == "20", kubelet
     assert kubelet.get("nodeStatusUpdateFrequency") == "4s", kubelet
+
+
+def test_planned_shutdown_lets_the_kubelet_stop_pods_gracefully(lab, real_worker):
+    shutdown = {"shutdownGracePeriod": "20s", "shutdownGracePeriodCriticalPods": "5s"}
+    result, _ = ansible_json(TUNE_PLAYBOOK, "-e", json.dumps({"tune_hosts": real_worker, "tune_settings": shutdown}))
+    assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
+    # The kubelet's shutdown manager holds a logind "delay" lock for the shutdown (and wrote logind's InhibitDelayMaxSec).
+    inhibitors = node_exec(lab, real_worker, "systemd-inhibit", "--list", "--no-pager").stdout
+    assert any(line.split()[:1] == ["kubelet"] and "delay" in line.split() for line in inhibitors.splitlines()), inhibitors
+
+    name = f"real-kubelet-shutdown-{uuid.uuid4().hex[:6]}"
+    pinned_pod(lab, real_worker, name, [
+        {"name": "server", "image": BUSYBOX, "imagePullPolicy": "Never",
+         "command": ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]},
+    ], grace_seconds=30)
+    try:
+        running_pod(lab, name, containers=1)
+        boot_id = lab.core().read_node(real_worker).status.node_info.boot_id
+        node_exec(lab, real_worker, "systemctl", "poweroff", "--no-block")
+        lab.wait_for(lambda: lab.container_state(real_worker) != "running", timeout=60, interval=0.5,
+                     what=f"{real_worker} shut down")
+        # What the kubelet posted on its way down: the node not ready because it shuts down ...
+        ready = ready_condition(lab, real_worker)
+        assert (ready.status, ready.message) == ("False", "node is shutting down"), ready
+        # ... and the pod stopped by the kubelet with SIGTERM: its trap ran (exit 0), not a kill.
+        stopped = lab.core().read_namespaced_pod(name, lab.NAMESPACE)
+        disruption = [c for c in stopped.status.conditions or [] if c.type == "DisruptionTarget"]
+        assert disruption and disruption[0].reason == "TerminationByKubelet", stopped.status.conditions
+        terminated = stopped.status.container_statuses[0].state.terminated
+        assert terminated is not None and terminated.exit_code == 0, stopped.status.container_statuses
+
+        lab.power_on(real_worker)
+        lab.wait_for(lab.value_when(lambda: lab.core().read_node(real_worker).status.node_info.boot_id,
+                                    lambda b: b != boot_id), timeout=180, what=f"{real_worker} booted again")
+        lab.wait_for(lambda: lab.node_ready(real_worker), timeout=180, what=f"{real_worker} Ready after the shutdown")
+    finally:
+        lab.kubectl("delete", "pod", "-n", lab.NAMESPACE, name, "--ignore-not-found", "--wait=false", check=False)
 
 
 def test_power_cycle_through_the_bmc_gives_a_new_boot_on_the_same_machine(lab, real_worker):
