@@ -119,8 +119,8 @@ create_worker() {
 # (kubeadm's place for them: patches and kubeadm-flags.env):
 #  - config.yaml: the cluster's KubeletConfiguration + cgroupfs, failCgroupV1: false (the host is
 #    cgroup v1, which kubelet v1.35 refuses without it) and containerd's socket;
-#  - kubeadm-flags.env: --node-ip, and a NoSchedule taint nodeguard.lab/no-csi-node while the node
-#    has no CSI node plugin (the db pods' volumes could not be staged there);
+#  - kubeadm-flags.env: --node-ip (the node runs every lab workload, db included: its CSI node
+#    plugin nodeguard-csi-node stages and publishes the db volumes, docs/lab.md);
 #  - the CNI bridge with the node's pod CIDR 10.244.N.0/24;
 #  - the SMBIOS UUID its BMC reports, also as /etc/machine-id (kubelet/nodeguard-node-identity.sh).
 # Own cgroup namespace (--cgroupns=private): the kubelet's kubepods hierarchy stays inside the node.
@@ -143,7 +143,7 @@ config.update(cgroupDriver="cgroupfs", failCgroupV1=False,
               containerRuntimeEndpoint="unix:///run/containerd/containerd.sock")
 open(sys.argv[2], "w").write(yaml.safe_dump(config, sort_keys=True))
 PY
-  echo "KUBELET_KUBEADM_ARGS=\"--node-ip=$(worker_ip "$i") --register-with-taints=nodeguard.lab/no-csi-node=:NoSchedule\"" \
+  echo "KUBELET_KUBEADM_ARGS=\"--node-ip=$(worker_ip "$i")\"" \
     >"$files/kubeadm-flags.env"
   echo 'KUBELET_EXTRA_ARGS=' >"$files/kubelet"
   sed "s|@POD_CIDR@|10.244.$i.0/24|" "$here/kubelet/10-lab-bridge.conflist" >"$files/10-lab-bridge.conflist"
