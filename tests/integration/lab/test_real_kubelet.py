@@ -185,6 +185,11 @@ def test_node_is_ready_and_says_what_runs_it(lab, real_worker):
     cmdline = node_exec(lab, real_worker, "cat", f"/proc/{kubelet_pid(lab, real_worker)}/cmdline").stdout.split("\0")
     assert cmdline[0] == "/usr/local/bin/kubelet", cmdline
     assert "--config=/var/lib/kubelet/config.yaml" in cmdline and "--kubeconfig=/etc/kubernetes/kubelet.conf" in cmdline
+    # Its cgroups are its own: no cgroup mount in the node reaches above the node's cgroup namespace
+    # (root "/../.." would be the host's hierarchy, where the node's systemd must never build its tree).
+    mounts = [line.split() for line in node_exec(lab, real_worker, "cat", "/proc/1/mountinfo").stdout.splitlines()]
+    outside = [m for m in mounts if m[4].startswith("/sys/fs/cgroup/") and m[3].startswith("/..")]
+    assert not outside, outside
 
 
 def test_pod_runs_in_real_containers(lab, real_worker, pod):
