@@ -6,6 +6,9 @@ the first worker's kubelet exits at once and is started again and again. The rol
 config.yaml back byte for byte, restart the kubelet and see it healthy again (same settings as
 before, a renewed Lease, Ready), and fail the run quoting the kubelet's own error, before the
 play goes on to the next worker: the other workers' files and kubelet processes are untouched.
+
+The same on the lab's real-kubelet worker (kubelet v1.35.4, NODEGUARD_LAB_REAL_KUBELET): its own
+validation refuses the file, its journal gives the reason, and it runs again on the restored file.
 """
 
 from __future__ import annotations
@@ -44,6 +47,20 @@ def kubelet_files(lab, node: str) -> str:
                      "-exec sha256sum {} + 2>/dev/null | sort; true")
 
 
+def run_playbook(lab, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    return subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"), str(PLAYBOOK), *args],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def restore_config(lab, node: str, text: str) -> None:
+    if node_exec(lab, node, "cat", CONFIG) != text:
+        subprocess.run(["podman", "exec", "-i", node, "sh", "-c", f"cat > {CONFIG} && systemctl restart kubelet"],
+                       input=text, text=True, check=True)
+        lab.wait_for(lambda: lab.node_ready(node), timeout=120, what=f"{node} Ready after the test")
+
+
 @pytest.fixture
 def workers(lab):
     names = lab.inventory_nodes()["workers"]
@@ -52,10 +69,26 @@ def workers(lab):
     yield names
     # A failed assertion must not leave a broken kubelet behind.
     for node, text in saved.items():
-        if node_exec(lab, node, "cat", CONFIG) != text:
-            subprocess.run(["podman", "exec", "-i", node, "sh", "-c", f"cat > {CONFIG} && systemctl restart kubelet"],
-                           input=text, text=True, check=True)
-            lab.wait_for(lambda node=node: lab.node_ready(node), timeout=120, what=f"{node} Ready after the test")
+        restore_config(lab, node, text)
+
+
+@pytest.fixture
+def real_worker(lab):
+    """The lab's real-kubelet worker: brought up if the lab has none, and removed again afterwards."""
+    created = not lab.real_kubelet_workers()
+    if created:
+        lab.lab_up_with_real_kubelet(True)
+    names = lab.real_kubelet_workers()
+    assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
+    node = names[0]
+    lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready")
+    config = node_exec(lab, node, "cat", CONFIG)
+    yield node
+    restore_config(lab, node, config)
+    if created:
+        lab.podman("rm", "--force", "--time", "0", node)
+        lab.kubectl("delete", "node", node, "--ignore-not-found")
+        lab.lab_up_with_real_kubelet(False)
 
 
 def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, workers):
@@ -66,10 +99,7 @@ def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, wor
     others_before = {node: (kubelet_files(lab, node), kubelet_unit(lab, node)["MainPID"]) for node in others}
     started = datetime.datetime.now(datetime.UTC)
 
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
-    result = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"), str(PLAYBOOK)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    result = run_playbook(lab)
     output = result.stdout + result.stderr
 
     assert result.returncode != 0, output
@@ -91,3 +121,29 @@ def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, wor
     for node in others:
         assert f"ok: [{node}]" not in output and f"changed: [{node}]" not in output, output
         assert (kubelet_files(lab, node), kubelet_unit(lab, node)["MainPID"]) == others_before[node], node
+
+
+def test_the_real_kubelet_refuses_the_configuration_and_runs_again_on_the_restored_one(lab, real_worker):
+    node = real_worker
+    config_before = node_exec(lab, node, "cat", CONFIG)
+    lease_before = lease(lab, node).spec.lease_duration_seconds
+    unit_before = kubelet_unit(lab, node)
+    started = datetime.datetime.now(datetime.UTC)
+
+    result = run_playbook(lab, "-e", f"rollback_hosts={node}")
+    output = result.stdout + result.stderr
+
+    assert result.returncode != 0, output
+    assert f"Kubelet settings on {node} failed and were rolled back (restored: {CONFIG})" in output, output
+    # The real kubelet's own validation, quoted from its journal without the configuration it prints after it.
+    assert "failed to validate kubelet configuration, error: invalid configuration: nodeLeaseDurationSeconds must be " \
+           "greater than 0, path: (configuration left out)" in output, output
+    assert "the restored kubelet is healthy again" in output, output
+    assert node_exec(lab, node, "cat", CONFIG) == config_before
+    unit_after = kubelet_unit(lab, node)
+    assert unit_after["ActiveState"] == "active" and unit_after["MainPID"] != unit_before["MainPID"], unit_after
+    assert node_exec(lab, node, "curl", "-s", "http://127.0.0.1:10248/healthz") == "ok"
+    renewed = lease(lab, node)
+    assert renewed.spec.lease_duration_seconds == lease_before
+    assert renewed.spec.renew_time > started
+    assert lab.node_ready(node)
