@@ -87,15 +87,15 @@ def _validate(doc: dict, seconds: dict) -> None:
     grace, critical = seconds["shutdownGracePeriod"], seconds["shutdownGracePeriodCriticalPods"]
     if critical > grace:
         errors.append(
-            f"invalid configuration: shutdownGracePeriodCriticalPods {doc.get('shutdownGracePeriodCriticalPods')} "
-            f"must be <= shutdownGracePeriod {doc.get('shutdownGracePeriod') or '0s'}")
+            f"invalid configuration: shutdownGracePeriodCriticalPods {{{doc.get('shutdownGracePeriodCriticalPods')}}} "
+            f"must be <= shutdownGracePeriod {{{doc.get('shutdownGracePeriod') or '0s'}}}")
     for name in ("shutdownGracePeriod", "shutdownGracePeriodCriticalPods"):
         if seconds[name] < 0 or 0 < seconds[name] < 1:
-            errors.append(f"invalid configuration: {name} {doc.get(name)} must be either zero or otherwise >= 1 sec")
+            errors.append(f"invalid configuration: {name} {{{doc.get(name)}}} must be either zero or otherwise >= 1 sec")
     if errors:
         detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
-        # The kubelet prints its whole configuration after "path: "; the stand-in leaves it out.
-        raise KubeletConfigError(f"failed to validate kubelet configuration, error: {detail}, path: &{{...}}")
+        # After "path: " the kubelet formats its configuration with %s (v1.35: its TypeMeta).
+        raise KubeletConfigError(f"failed to validate kubelet configuration, error: {detail}, path: &TypeMeta{{Kind:,APIVersion:,}}")
 
 
 def settings_from_document(doc: dict) -> KubeletSettings:
