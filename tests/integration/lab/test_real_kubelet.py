@@ -36,7 +36,6 @@ from kubernetes import client
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = "/var/lib/kubelet/config.yaml"
 TUNE_PLAYBOOK = REPO / "tests" / "integration" / "lab" / "real_kubelet_tune.yml"
-NO_CSI_TAINT = "nodeguard.lab/no-csi-node"  # registered until the node has a CSI node plugin (workers.sh)
 BUSYBOX = "localhost/nodeguard-lab/busybox:1.35"  # made in the node (lab/workers/kubelet/lab-images.py)
 PAUSE = "registry.k8s.io/pause:3.10"
 # The role's settings for the test: a Lease of 20 s is renewed every 5 s (stock: 40 s, every 10 s).
@@ -131,6 +130,8 @@ def real_worker(lab):
                        input=config, text=True, check=True)
     lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready after the tests")
     if created:
+        # The lab workloads may run there too: move them away before the machine goes.
+        lab.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=180s", check=False)
         lab.podman("rm", "--force", "--time", "0", node)
         lab.kubectl("delete", "node", node, "--ignore-not-found")
         lab.lab_up_with_real_kubelet(False)
@@ -142,7 +143,6 @@ def pinned_pod(lab, node: str, name: str, containers: list[dict], grace_seconds:
         "metadata": {"name": name, "namespace": lab.NAMESPACE},
         "spec": {
             "nodeName": node,
-            "tolerations": [{"key": NO_CSI_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
             "terminationGracePeriodSeconds": grace_seconds,
             "containers": containers,
         },
