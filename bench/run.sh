@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: every measurement of issue 5, then results.json, the plots and the page.
 #
-#   bench/run.sh            full run: 5 runs per profile and kind (about 2 hours on 2 cores)
+#   bench/run.sh            full run: 5 runs per profile and kind (1 h 29 min on 2 cores, measured 2026-11-23)
 #   bench/run.sh --quick    smoke: one run each, 100 nodes, short windows
 #
 # 1. Failover timelines, in five private copies of the lab at once (bench/isolated-lab.sh), one per
