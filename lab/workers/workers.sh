@@ -165,8 +165,10 @@ cmd_up() {
   local count=${1:-${NODEGUARD_LAB_WORKERS:-3}}
   [ -x "$kwok" ] || die "kwok not found at $kwok (run lab/scripts/build-k8s.sh)"
   if [ "$real_kubelet" = 1 ]; then
-    [ -x "$kubelet_bin" ] && [ -x "$pause_bin" ] && [ -x "$csinode_bin" ] ||
-      die "kubelet, pause or nodeguard-csi-node not in the cache ($kubelet_bin, $pause_bin, $csinode_bin): run lab/scripts/build-k8s.sh"
+    for binary in "$kubelet_bin" "$pause_bin" "$csinode_bin"; do
+      [ -x "$binary" ] ||
+        die "kubelet, pause or nodeguard-csi-node not in the cache ($kubelet_bin, $pause_bin, $csinode_bin): run lab/scripts/build-k8s.sh"
+    done
   fi
   [ -f "$kubeconfig" ] || die "no kubeconfig at $kubeconfig: bring the control plane up first"
   podman network exists "$network" || podman network create --subnet "$subnet.0/24" "$network" >/dev/null

@@ -253,7 +253,7 @@ def test_kubelet_role_retunes_the_real_kubelet_and_audit_reads_it(lab, real_work
 
 def test_planned_shutdown_lets_the_kubelet_stop_pods_gracefully(lab, real_worker):
     shutdown = {"shutdownGracePeriod": "20s", "shutdownGracePeriodCriticalPods": "5s"}
-    result, _ = ansible_json(TUNE_PLAYBOOK, "-e", json.dumps({"tune_hosts": real_worker, "tune_settings": shutdown}))
+    result = ansible_json(TUNE_PLAYBOOK, "-e", json.dumps({"tune_hosts": real_worker, "tune_settings": shutdown}))[0]
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
     # The kubelet's shutdown manager holds a logind "delay" lock for the shutdown (and wrote logind's InhibitDelayMaxSec).
     inhibitors = node_exec(lab, real_worker, "systemd-inhibit", "--list", "--no-pager").stdout

@@ -62,7 +62,7 @@ def image(data: bytes) -> tuple[dict, dict, dict[str, tarfile.TarInfo | bytes]]:
 
 
 def test_pause_image_is_named_as_the_workloads_and_sandbox_image_say(binaries):
-    pause, _ = binaries
+    pause = binaries[0]
     entry, config, layer = image(lab_images.oci_archive("registry.k8s.io/pause:3.10", pause, ["/pause"]))
     assert entry["annotations"]["io.containerd.image.name"] == "registry.k8s.io/pause:3.10"
     assert entry["platform"] == {"architecture": "amd64", "os": "linux"}
@@ -71,7 +71,7 @@ def test_pause_image_is_named_as_the_workloads_and_sandbox_image_say(binaries):
 
 
 def test_busybox_image_has_a_link_per_applet(binaries):
-    _, busybox = binaries
+    busybox = binaries[1]
     entry, config, layer = image(lab_images.oci_archive("localhost/nodeguard-lab/busybox:1.35", busybox, ["/bin/sh"]))
     assert entry["annotations"]["io.containerd.image.name"] == "localhost/nodeguard-lab/busybox:1.35"
     assert layer["bin/busybox"] == busybox.read_bytes()

@@ -96,5 +96,5 @@ def test_the_kubelets_error_lines_once_each_without_its_configuration(tmp_path):
 
 def test_only_the_last_error_lines(tmp_path):
     journal = "".join(f"E1123 12:00:{second:02d}.000000    1 x.go:1] error {second}\n" for second in range(10))
-    lines, _ = run_errors_script(tmp_path, journal, lines="2")
+    lines = run_errors_script(tmp_path, journal, lines="2")[0]
     assert [line.split("] ")[1] for line in lines] == ["error 8", "error 9"]
