@@ -6,11 +6,12 @@ on 127.0.0.1, node power through the lab's Redfish BMC (or podman when no BMC is
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -292,3 +293,27 @@ def lab_up_with_real_kubelet(enabled: bool) -> None:
     """lab.sh up with or without the real-kubelet worker in its BMCs and inventory (idempotent)."""
     env = dict(os.environ, NODEGUARD_LAB_REAL_KUBELET="1" if enabled else "0")
     subprocess.run([str(LAB_SH), "up"], check=True, env=env)
+
+
+@contextlib.contextmanager
+def real_kubelet_worker() -> Iterator[str]:
+    """The lab's real-kubelet worker, on and Ready. A lab without one gets one for the block; afterwards the
+    workloads are drained off it, and the machine, its Node and its BMC and inventory entries are removed."""
+    created = not real_kubelet_workers()
+    if created:
+        lab_up_with_real_kubelet(True)
+    names = real_kubelet_workers()
+    assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
+    node = names[0]
+    assert node in inventory_nodes()["workers"], f"{node} is not in the lab inventory's workers"
+    if container_state(node) != "running":
+        power_on(node)
+    wait_for(lambda: node_ready(node), timeout=180, what=f"{node} Ready")
+    try:
+        yield node
+    finally:
+        if created:
+            kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=180s", check=False)
+            podman("rm", "--force", "--time", "0", node)
+            kubectl("delete", "node", node, "--ignore-not-found")
+            lab_up_with_real_kubelet(False)

@@ -74,21 +74,11 @@ def workers(lab):
 
 @pytest.fixture
 def real_worker(lab):
-    """The lab's real-kubelet worker: brought up if the lab has none, and removed again afterwards."""
-    created = not lab.real_kubelet_workers()
-    if created:
-        lab.lab_up_with_real_kubelet(True)
-    names = lab.real_kubelet_workers()
-    assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
-    node = names[0]
-    lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready")
-    config = node_exec(lab, node, "cat", CONFIG)
-    yield node
-    restore_config(lab, node, config)
-    if created:
-        lab.podman("rm", "--force", "--time", "0", node)
-        lab.kubectl("delete", "node", node, "--ignore-not-found")
-        lab.lab_up_with_real_kubelet(False)
+    """The lab's real-kubelet worker (lablib.real_kubelet_worker), its config.yaml put back after the test."""
+    with lab.real_kubelet_worker() as node:
+        config = node_exec(lab, node, "cat", CONFIG)
+        yield node
+        restore_config(lab, node, config)
 
 
 def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, workers):

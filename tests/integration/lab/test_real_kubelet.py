@@ -109,32 +109,17 @@ def task_results(report: dict, task_name: str) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def real_worker(lab):
-    """The lab's real-kubelet worker: brought up if the lab has none, and then removed again afterwards."""
-    created = not lab.real_kubelet_workers()
-    if created:
-        lab.lab_up_with_real_kubelet(True)
-    names = lab.real_kubelet_workers()
-    assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
-    node = names[0]
-    assert node in lab.inventory_nodes()["workers"], f"{node} is not in the lab inventory's workers"
-    if lab.container_state(node) != "running":
-        lab.power_on(node)
-    lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready")
-    config = node_exec(lab, node, "cat", CONFIG).stdout
-    yield node
-    # Whatever happened: the worker on, its config.yaml as it was, the kubelet running it.
-    if lab.container_state(node) != "running":
-        lab.power_on(node)
-    if node_exec(lab, node, "cat", CONFIG, check=False).stdout != config:
-        subprocess.run(["podman", "exec", "-i", node, "sh", "-c", f"cat > {CONFIG} && systemctl restart kubelet"],
-                       input=config, text=True, check=True)
-    lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready after the tests")
-    if created:
-        # The lab workloads may run there too: move them away before the machine goes.
-        lab.kubectl("drain", node, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=180s", check=False)
-        lab.podman("rm", "--force", "--time", "0", node)
-        lab.kubectl("delete", "node", node, "--ignore-not-found")
-        lab.lab_up_with_real_kubelet(False)
+    """The lab's real-kubelet worker (lablib.real_kubelet_worker), its config.yaml put back after the module."""
+    with lab.real_kubelet_worker() as node:
+        config = node_exec(lab, node, "cat", CONFIG).stdout
+        yield node
+        # Whatever happened: the worker on, its config.yaml as it was, the kubelet running it.
+        if lab.container_state(node) != "running":
+            lab.power_on(node)
+        if node_exec(lab, node, "cat", CONFIG, check=False).stdout != config:
+            subprocess.run(["podman", "exec", "-i", node, "sh", "-c", f"cat > {CONFIG} && systemctl restart kubelet"],
+                           input=config, text=True, check=True)
+        lab.wait_for(lambda: lab.node_ready(node), timeout=180, what=f"{node} Ready after the tests")
 
 
 def pinned_pod(lab, node: str, name: str, containers: list[dict], grace_seconds: int = 1) -> None:

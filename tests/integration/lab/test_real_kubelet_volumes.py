@@ -106,21 +106,11 @@ def delete_incident_traces(lab, node: str) -> None:
 def real_worker(lab):
     """The real-kubelet worker (brought up if the lab has none, removed again afterwards), with everything
     put back after the module, whatever happened."""
-    created = not lab.real_kubelet_workers()
-    if created:
-        lab.lab_up_with_real_kubelet(True)
-    names = lab.real_kubelet_workers()
-    assert names, "lab.sh up with NODEGUARD_LAB_REAL_KUBELET=1 brought up no real-kubelet worker"
-    node = names[0]
-    assert node in lab.inventory_nodes()["workers"], f"{node} is not in the lab inventory's workers"
-    lab.reset_lab()
-    yield node
-    lab.reset_lab()  # powers the worker on, uncordons every node, removes test taints and the incident record
-    delete_incident_traces(lab, node)
-    if created:
-        lab.podman("rm", "--force", "--time", "0", node)
-        lab.kubectl("delete", "node", node, "--ignore-not-found")
-        lab.lab_up_with_real_kubelet(False)
+    with lab.real_kubelet_worker() as node:
+        lab.reset_lab()
+        yield node
+        lab.reset_lab()  # powers the worker on, uncordons every node, removes test taints and the incident record
+        delete_incident_traces(lab, node)
 
 
 @pytest.fixture(scope="module")
