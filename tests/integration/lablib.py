@@ -267,6 +267,16 @@ def component_flags(component: str) -> list[str]:
     return [arg for arg in cmdline.split("\0") if arg]
 
 
+def node_lease_exists(node: str) -> bool:
+    try:
+        client.CoordinationV1Api(api_client()).read_namespaced_lease(node, "kube-node-lease")
+    except client.exceptions.ApiException as error:
+        if error.status == 404:
+            return False
+        raise
+    return True
+
+
 def lease_holder(name: str, namespace: str = "kube-system") -> str:
     """Who holds a Lease: for kube-controller-manager / kube-scheduler, the process running the controllers."""
     lease = client.CoordinationV1Api(api_client()).read_namespaced_lease(name, namespace)
@@ -308,7 +318,8 @@ def real_kubelet_worker() -> Iterator[str]:
     assert node in inventory_nodes()["workers"], f"{node} is not in the lab inventory's workers"
     if container_state(node) != "running":
         power_on(node)
-    wait_for(lambda: node_ready(node), timeout=180, what=f"{node} Ready")
+    # A new kubelet reports Ready a moment before it creates its Lease: wait for both.
+    wait_for(lambda: node_ready(node) and node_lease_exists(node), timeout=180, what=f"{node} Ready with its Lease")
     try:
         yield node
     finally:

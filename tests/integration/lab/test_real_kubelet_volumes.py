@@ -34,6 +34,8 @@ LOCK_NAMESPACE = "nodeguard-system"
 # Short waits for the lab, as the incident lab tests use; production defaults are in the roles.
 FAST = {
     "node_outage_not_ready_seconds": 5,
+    # Started at the first NotReady, as an alert would start it: wait for the proofs instead of refusing.
+    "node_outage_proof_timeout": 60,
     "node_outage_lease_margin_seconds": 5,
     "node_outage_detach_timeout": 120,
     "node_outage_replacement_timeout": 180,
