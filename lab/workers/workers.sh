@@ -165,6 +165,7 @@ cmd_up() {
   local count=${1:-${NODEGUARD_LAB_WORKERS:-3}}
   [ -x "$kwok" ] || die "kwok not found at $kwok (run lab/scripts/build-k8s.sh)"
   if [ "$real_kubelet" = 1 ]; then
+    local binary
     for binary in "$kubelet_bin" "$pause_bin" "$csinode_bin"; do
       [ -x "$binary" ] ||
         die "kubelet, pause or nodeguard-csi-node not in the cache ($kubelet_bin, $pause_bin, $csinode_bin): run lab/scripts/build-k8s.sh"

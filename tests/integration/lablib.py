@@ -267,9 +267,14 @@ def component_flags(component: str) -> list[str]:
     return [arg for arg in cmdline.split("\0") if arg]
 
 
+def node_lease(node: str) -> client.V1Lease:
+    """The node's heartbeat Lease (kube-node-lease/<node>)."""
+    return client.CoordinationV1Api(api_client()).read_namespaced_lease(node, "kube-node-lease")
+
+
 def node_lease_exists(node: str) -> bool:
     try:
-        client.CoordinationV1Api(api_client()).read_namespaced_lease(node, "kube-node-lease")
+        node_lease(node)
     except client.exceptions.ApiException as error:
         if error.status == 404:
             return False

@@ -34,12 +34,6 @@ def kubelet_unit(lab, node: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
-def lease(lab, node: str):
-    from kubernetes import client
-
-    return client.CoordinationV1Api(lab.api_client()).read_namespaced_lease(node, "kube-node-lease")
-
-
 def kubelet_files(lab, node: str) -> str:
     """Every file the role could write on the node, with its checksum (backups included)."""
     return node_exec(lab, node, "sh", "-c",
@@ -84,7 +78,7 @@ def real_worker(lab):
 def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, workers):
     first, others = workers[0], workers[1:]
     config_before = node_exec(lab, first, "cat", CONFIG)
-    lease_before = lease(lab, first).spec.lease_duration_seconds
+    lease_before = lab.node_lease(first).spec.lease_duration_seconds
     unit_before = kubelet_unit(lab, first)
     others_before = {node: (kubelet_files(lab, node), kubelet_unit(lab, node)["MainPID"]) for node in others}
     started = datetime.datetime.now(datetime.UTC)
@@ -103,7 +97,7 @@ def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, wor
     assert node_exec(lab, first, "cat", CONFIG) == config_before
     unit_after = kubelet_unit(lab, first)
     assert unit_after["ActiveState"] == "active" and unit_after["MainPID"] != unit_before["MainPID"], unit_after
-    renewed = lease(lab, first)
+    renewed = lab.node_lease(first)
     assert renewed.spec.lease_duration_seconds == lease_before
     assert renewed.spec.renew_time > started
     assert lab.node_ready(first)
@@ -116,7 +110,7 @@ def test_refused_kubelet_configuration_is_rolled_back_on_the_first_node(lab, wor
 def test_the_real_kubelet_refuses_the_configuration_and_runs_again_on_the_restored_one(lab, real_worker):
     node = real_worker
     config_before = node_exec(lab, node, "cat", CONFIG)
-    lease_before = lease(lab, node).spec.lease_duration_seconds
+    lease_before = lab.node_lease(node).spec.lease_duration_seconds
     unit_before = kubelet_unit(lab, node)
     started = datetime.datetime.now(datetime.UTC)
 
@@ -133,7 +127,7 @@ def test_the_real_kubelet_refuses_the_configuration_and_runs_again_on_the_restor
     unit_after = kubelet_unit(lab, node)
     assert unit_after["ActiveState"] == "active" and unit_after["MainPID"] != unit_before["MainPID"], unit_after
     assert node_exec(lab, node, "curl", "-s", "http://127.0.0.1:10248/healthz") == "ok"
-    renewed = lease(lab, node)
+    renewed = lab.node_lease(node)
     assert renewed.spec.lease_duration_seconds == lease_before
     assert renewed.spec.renew_time > started
     assert lab.node_ready(node)

@@ -31,7 +31,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client
 
 REPO = Path(__file__).resolve().parents[3]
 CONFIG = "/var/lib/kubelet/config.yaml"
@@ -53,16 +52,12 @@ def bmc_system_uuid(node: str) -> str:
     return str(module.system_uuid(node))
 
 
-def lease(lab, node: str):
-    return client.CoordinationV1Api(lab.api_client()).read_namespaced_lease(node, "kube-node-lease")
-
-
 def renewals(lab, node: str, count: int, timeout: float) -> list[datetime.datetime]:
     """The next `count` distinct renewTimes of the node's Lease (polled every 0.25 s)."""
     seen: list[datetime.datetime] = []
     deadline = time.monotonic() + timeout
     while len(seen) < count and time.monotonic() < deadline:
-        renew = lease(lab, node).spec.renew_time
+        renew = lab.node_lease(node).spec.renew_time
         if not seen or renew != seen[-1]:
             seen.append(renew)
         time.sleep(0.25)
@@ -201,7 +196,7 @@ def test_pod_runs_in_real_containers(lab, real_worker, pod):
 def test_lease_is_renewed_at_the_configured_rhythm(lab, real_worker):
     config = yaml.safe_load(node_exec(lab, real_worker, "cat", CONFIG).stdout)
     duration = config.get("nodeLeaseDurationSeconds") or 40  # the kubelet's default when unset
-    assert lease(lab, real_worker).spec.lease_duration_seconds == duration
+    assert lab.node_lease(real_worker).spec.lease_duration_seconds == duration
     assert_renew_rhythm(lab, real_worker, duration / 4)
 
 
@@ -222,7 +217,7 @@ def test_kubelet_role_retunes_the_real_kubelet_and_audit_reads_it(lab, real_work
     assert {k: v for k, v in after.items() if k not in TUNED} == {k: v for k, v in before.items() if k not in TUNED}
     assert kubelet_pid(lab, real_worker) not in ("0", pid_before), "the kubelet was not restarted"
     # The restarted kubelet holds the new Lease: its duration, a renewal after the restart, the new rhythm.
-    renewed = lease(lab, real_worker)
+    renewed = lab.node_lease(real_worker)
     assert renewed.spec.lease_duration_seconds == TUNED["nodeLeaseDurationSeconds"]
     assert renewed.spec.renew_time > started
     assert ready_condition(lab, real_worker).status == "True"

@@ -42,10 +42,6 @@ def restart_kubelet(lab, node: str) -> None:
     lab.podman("exec", node, "systemctl", "restart", "kubelet")
 
 
-def lease(lab, node: str):
-    return client.CoordinationV1Api(lab.api_client()).read_namespaced_lease(node, "kube-node-lease")
-
-
 def ready_heartbeat(lab, node: str):
     return next(c.last_heartbeat_time for c in lab.core().read_node(node).status.conditions if c.type == "Ready")
 
@@ -89,7 +85,7 @@ def tuned_worker(lab, worker) -> Iterator[str]:
     finally:
         write_worker_file(lab, worker, KUBELET_CONFIG, original)
         restart_kubelet(lab, worker)
-        lab.wait_for(lambda: lease(lab, worker).spec.lease_duration_seconds == original_lease, timeout=60,
+        lab.wait_for(lambda: lab.node_lease(worker).spec.lease_duration_seconds == original_lease, timeout=60,
                      what=f"{worker} back on its original kubelet config")
 
 
@@ -115,8 +111,8 @@ def configured_lease_seconds(lab, node: str) -> int:
 
 def test_lease_is_renewed_every_quarter_of_the_configured_duration(lab, worker):
     duration = configured_lease_seconds(lab, worker)  # 40 with the kubeadm-written config
-    assert lease(lab, worker).spec.lease_duration_seconds == duration
-    renewals = sample_changes(lambda: lease(lab, worker).spec.renew_time, seconds=duration * 0.8)
+    assert lab.node_lease(worker).spec.lease_duration_seconds == duration
+    renewals = sample_changes(lambda: lab.node_lease(worker).spec.renew_time, seconds=duration * 0.8)
     intervals = gaps(renewals)
     assert intervals, f"fewer than two lease renewals in {duration * 0.8:.0f}s: {renewals}"
     assert 0.2 * duration <= statistics.median(intervals) <= 0.3 * duration
@@ -133,9 +129,9 @@ def test_kubeadm_config_writes_full_status_only_every_five_minutes(lab, worker):
 
 
 def test_restarting_kubelet_applies_a_new_heartbeat_config(lab, tuned_worker):
-    lab.wait_for(lambda: lease(lab, tuned_worker).spec.lease_duration_seconds == 8, timeout=60,
+    lab.wait_for(lambda: lab.node_lease(tuned_worker).spec.lease_duration_seconds == 8, timeout=60,
                  what="the lease written with the new duration")
-    renewals = sample_changes(lambda: lease(lab, tuned_worker).spec.renew_time, seconds=12)
+    renewals = sample_changes(lambda: lab.node_lease(tuned_worker).spec.renew_time, seconds=12)
     intervals = gaps(renewals)
     assert len(intervals) >= 3
     assert 1.5 <= statistics.median(intervals) <= 3  # 0.25 x 8s
