@@ -128,6 +128,8 @@ options:
         description:
           - Off is proven by two readings this many seconds apart, both Off, with identity shown both times, so the
             short Off of a host that is rebooting does not count. At least 1.
+          - A manual attestation (O(power.type=manual)) is read once, with no wait; it is what an operator wrote,
+            not a measurement of the machine, so a second look shows the same words.
         type: int
         default: 5
       identity_unverifiable_reason:

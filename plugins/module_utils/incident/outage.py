@@ -60,7 +60,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services im
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, off_confirm_seconds, read_with_identity
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
+    confirm_off,
+    is_statement,
+    off_confirm_seconds,
+    read_once,
+    read_with_identity,
+)
 
 
 @dataclass
@@ -317,6 +323,8 @@ class OutageRun:
                 apart = self.clock.now() - self.first_off_at
                 if not lease_silent:
                     return reading._replace(detail=f"OFF, first reading (confirmed once the Lease is silent): {reading.detail}"), None, identity
+                if is_statement(self.power):
+                    return read_once(reading), None, identity
                 if apart >= off_confirm_seconds(self.power):
                     return reading._replace(detail=f"OFF in two readings {apart:.0f}s apart: {reading.detail}"), None, identity
                 waiting.sleep(off_confirm_seconds(self.power) - apart)

@@ -16,7 +16,9 @@ Where the device cannot show an identity, the node's power mapping may say so wi
 ANOTHER identity is refused whatever that option says.
 
 Off is proven by ``confirm_off``: two readings ``off_confirm_seconds`` apart, both Off, identity shown both
-times, so the short Off of a host that is rebooting is not taken for a dead host.
+times, so the short Off of a host that is rebooting is not taken for a dead host. A manual attestation is
+read once: it is what an operator wrote, not a measurement of the machine, so a second look some seconds
+later shows the same words and proves nothing more (its scope and expiry keep it safe, manual.py).
 """
 
 from __future__ import annotations
@@ -144,8 +146,21 @@ def read_with_identity(reader, node: dict, incident: str | None = None) -> tuple
     return reader.status(), verdict
 
 
+def is_statement(reader) -> bool:
+    """True for a reader that reports what someone wrote rather than measuring the machine (a manual attestation)."""
+    return bool(getattr(reader, "statement", False))
+
+
+def read_once(reading):
+    """A statement's reading as the proof it is: one reading, said so in its detail."""
+    return reading._replace(detail=f"{reading.detail} (an attestation is read once: reading it again proves nothing more)")
+
+
 def off_confirm_seconds(reader) -> float:
-    """The mapping's off_confirm_seconds; at least 1: two readings at the same moment prove nothing more than one."""
+    """The mapping's off_confirm_seconds; at least 1: two readings at the same moment prove nothing more than one.
+    0 for a statement (is_statement), which is read once."""
+    if is_statement(reader):
+        return 0.0
     value = (getattr(reader, "config", None) or {}).get("off_confirm_seconds")
     return max(1.0, float(DEFAULT_OFF_CONFIRM_SECONDS if value is None else value))
 
@@ -157,12 +172,14 @@ def confirm_off(reader, node: dict, clock, first: tuple | None = None, interval:
 
     Returns (PowerReading, IdentityVerdict) of the last reading: Off with a detail saying it held, or the
     reading that was not Off (a host that reads Off for a moment while it reboots), or the verdict that failed.
-    Raises PowerError when a reading fails.
+    A statement (manual attestation) is not read a second time. Raises PowerError when a reading fails.
     """
     interval = off_confirm_seconds(reader) if interval is None else interval
     reading, verdict = first or read_with_identity(reader, node, incident)
     if reading.state != OFF or not verdict.ok:
         return reading, verdict
+    if is_statement(reader):
+        return read_once(reading), verdict
     clock.sleep(interval)
     second, second_verdict = read_with_identity(reader, node, incident)
     if not second_verdict.ok:

@@ -37,6 +37,7 @@ def _show(ts: float) -> str:
 
 class ManualAttestation:
     method = "manual"
+    statement = True  # what an operator wrote, not a measurement: read once (power/identity.py)
 
     def __init__(self, config: dict, node: str, attested_state: str, allowed: bool, now: float | None = None):
         if not allowed:

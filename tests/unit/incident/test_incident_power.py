@@ -5,6 +5,7 @@ import base64
 import json
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import ClassVar
 
@@ -347,6 +348,20 @@ def test_off_needs_two_readings_some_seconds_apart():
     assert 7 in clock.sleeps
     [proof] = [p for p in result["proofs"] if p["name"] == "power-off"]
     assert "OFF in two readings 7s apart" in proof["detail"]
+
+
+def test_manual_attestation_is_read_once_with_no_confirming_wait():
+    # An attestation is what an operator wrote: a second look off_confirm_seconds later shows the same words.
+    cluster, clock, _power = setup()
+    now = time.time()
+    attestation = {"node": "w3", "state": "off", "operator": "jane", "reason": "PDU outlet 7 switched off"}
+    attestation.update(not_before=format_time(now - 60), expires=format_time(now + 3600))
+    power = reader_for({"type": "manual", "attestation": attestation}, "w3", allow_manual=True)
+    result = outage(cluster, clock, power)
+    [proof] = [p for p in result["proofs"] if p["name"] == "power-off"]
+    assert proof["ok"] and "read once" in proof["detail"]
+    assert 5 not in clock.sleeps and 5.0 not in clock.sleeps
+    assert has_out_of_service_taint(cluster.nodes["w3"])
 
 
 def test_recover_refuses_power_on_from_another_machine():

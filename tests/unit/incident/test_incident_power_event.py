@@ -290,3 +290,13 @@ def test_the_run_checks_again_when_the_lease_turns_silent_not_a_poll_interval_la
     cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
     run(cluster, clock, power, event, proof_timeout=40, poll_interval=2)
     assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 17.1)
+
+
+def test_an_attestation_on_the_power_event_path_is_read_once():
+    # A statement (manual attestation) shows the same words off_confirm_seconds later: no wait for a second look.
+    cluster, clock, power, event = event_setup()
+    power.statement = True
+    run(cluster, clock, power, event)
+    rec = records.read(cluster.nodes["w3"])
+    assert "read once" in rec["proofs"][1]["detail"] and "two readings" not in rec["proofs"][1]["detail"]
+    assert 5 not in clock.sleeps and 5.0 not in clock.sleeps

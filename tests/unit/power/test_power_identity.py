@@ -234,3 +234,13 @@ def test_off_confirm_seconds_is_at_least_one():
     clock = Clock()
     confirm_off(Sequence(["off", "off"], config={"off_confirm_seconds": 0}), k8s_node(), clock)
     assert clock.sleeps == [1.0]
+
+
+def test_a_statement_is_read_once():
+    class Attestation(Sequence):
+        statement = True
+
+    clock = Clock()
+    reading, verdict = confirm_off(Attestation(["off"]), k8s_node(), clock)
+    assert reading.state == "off" and verdict.ok and clock.sleeps == []
+    assert "read once" in reading.detail
