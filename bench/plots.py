@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
+from results import STAND_IN, entry_kubelet
 
 LABELS = {
     "not_ready": "node NotReady",
@@ -73,10 +74,13 @@ def cost_chart(cost: list[dict], path: Path, requested: dict | None = None) -> N
 
 
 def draw_all(results: dict, out_dir: Path, requested: dict | None = None) -> list[Path]:
+    """A timeline chart per profile from the stand-in rows (the real-kubelet rows are a table of their own), and
+    the cost chart."""
     written = []
-    for profile in dict.fromkeys(e["profile"] for e in results["timelines"]):
+    stand_in = [e for e in results["timelines"] if entry_kubelet(e) == STAND_IN]
+    for profile in dict.fromkeys(e["profile"] for e in stand_in):
         path = out_dir / f"timeline-{profile}.png"
-        timeline_chart(profile, results["timelines"], path)
+        timeline_chart(profile, stand_in, path)
         written.append(path)
     if results["cost"]:
         path = out_dir / "cost.png"

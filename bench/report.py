@@ -31,25 +31,112 @@ def _s(value) -> str:
     return "—" if value is None else f"{value:g}"
 
 
-def timeline_lookup(results: dict) -> dict:
-    return {(e["profile"], e["metric"]): e for e in results["timelines"]}
+def timeline_lookup(results: dict, kubelet: str = results_module.STAND_IN) -> dict:
+    """{(profile, metric): row} of one kind of victim (the stand-in rows unless asked otherwise)."""
+    return {(e["profile"], e["metric"]): e for e in results["timelines"] if results_module.entry_kubelet(e) == kubelet}
+
+
+def timeline_cell(entry: dict | None) -> str:
+    if entry is None:
+        return "not measured"
+    if entry["median_s"] is None:
+        return f"never (n={entry['runs']})" if entry["runs"] else "not measured (see note)"
+    return f"{_s(entry['median_s'])} ({_s(entry['min_s'])}-{_s(entry['max_s'])}, n={entry['runs']})"
 
 
 def timeline_table(results: dict) -> list[str]:
-    present = list(dict.fromkeys(e["profile"] for e in results["timelines"]))
+    """The stand-in rows, a column per profile (the real-kubelet rows have their own section)."""
     lookup = timeline_lookup(results)
+    present = list(dict.fromkeys(profile for profile, metric in lookup))
     lines = ["| metric | " + " | ".join(present) + " |", "|---|" + "---|" * len(present)]
     for metric in results_module.METRICS:
-        cells = []
-        for profile in present:
-            entry = lookup.get((profile, metric))
-            if entry is None:
-                cells.append("not measured")
-            elif entry["median_s"] is None:
-                cells.append(f"never (n={entry['runs']})" if entry["runs"] else "not measured (see note)")
-            else:
-                cells.append(f"{_s(entry['median_s'])} ({_s(entry['min_s'])}-{_s(entry['max_s'])}, n={entry['runs']})")
+        cells = [timeline_cell(lookup.get((profile, metric))) for profile in present]
         lines.append(f"| `{metric}` | " + " | ".join(cells) + " |")
+    return lines
+
+
+def real_kubelet_label(profile: str) -> str:
+    return f"{profile} (real kubelet)"
+
+
+def difference(stand_in: dict | None, real: dict | None) -> dict | None:
+    """Real kubelet minus stand-in: the medians' difference (seconds, percent of the stand-in's) and whether
+    the min-max ranges overlap; apart = every run of one kind came later than every run of the other."""
+    if not (stand_in and real) or stand_in["median_s"] is None or real["median_s"] is None:
+        return None
+    delta = round(real["median_s"] - stand_in["median_s"], 2)
+    percent = round(100 * delta / stand_in["median_s"]) if stand_in["median_s"] else None
+    apart = real["min_s"] > stand_in["max_s"] or real["max_s"] < stand_in["min_s"]
+    return {"seconds": delta, "percent": percent, "apart": apart}
+
+
+def _difference_cell(diff: dict | None) -> str:
+    if diff is None:
+        return "—"
+    percent = "" if diff["percent"] is None else f" ({diff['percent']:+d} %)"
+    return f"{diff['seconds']:+g} s{percent}, ranges {'apart' if diff['apart'] else 'overlap'}"
+
+
+def _median_range(values: list[float]) -> str:
+    if not values:
+        return "—"
+    spread = results_module.spread(values)
+    return f"{_s(spread['median_s'])} ({_s(spread['min_s'])}-{_s(spread['max_s'])}, n={len(values)})"
+
+
+def heartbeat_lines(runs: list[dict], profile: str) -> list[str]:
+    """How long before each power-off the kubelets had last renewed their Lease / posted their status: the real
+    kubelet (the victim) and the stand-ins (the lab's other workers, at the same moments)."""
+    mine = [r for r in runs if r["profile"] == profile and r.get("heartbeats_at_power_off")]
+    if not mine:
+        return []
+    ages: dict[str, dict[str, list[float]]] = {}
+    for run in mine:
+        for node, age in run["heartbeats_at_power_off"].items():
+            kind = results_module.REAL_KUBELET if node == run["victim"] else results_module.STAND_IN
+            for field in ("lease_s", "status_s"):
+                if age.get(field) is not None:
+                    ages.setdefault(kind, {}).setdefault(field, []).append(age[field])
+    lines = ["| kubelet | last Lease renewal before power-off (s) | last status heartbeat before power-off (s) |",
+             "|---|---|---|"]
+    for kind, label in ((results_module.REAL_KUBELET, "real (the victim)"),
+                        (results_module.STAND_IN, "stand-in (the other workers, same moments)")):
+        if kind in ages:
+            lines.append(f"| {label} | {_median_range(ages[kind].get('lease_s', []))} "
+                         f"| {_median_range(ages[kind].get('status_s', []))} |")
+    return lines
+
+
+def kubelet_comparison_lines(results: dict, runs: list[dict]) -> list[str]:
+    """The real-kubelet rows next to the stand-in rows of the same profile, the difference, where they differ,
+    and the heartbeat ages at the power-off that explain the detection milestones."""
+    real, stand_in = timeline_lookup(results, results_module.REAL_KUBELET), timeline_lookup(results)
+    profiles_measured = list(dict.fromkeys(profile for profile, metric in real))
+    if not profiles_measured:
+        return ["Not measured (bench/run.sh's lab ngbkubelet writes raw/timelines-ngbkubelet.json)."]
+    real_runs = [r for r in runs if results_module.victim_kubelet(r) == results_module.REAL_KUBELET]
+    lines = []
+    for profile in profiles_measured:
+        loads = [r["load_average_1m"] for r in real_runs if r["profile"] == profile and "load_average_1m" in r]
+        dates = sorted(r["date"] for r in real_runs if r["profile"] == profile and r.get("date"))
+        lines += [f"### {profile}", "",
+                  f"Real-kubelet runs {dates[0]} to {dates[-1]}, load average (1 min) {_median_range(loads)}." if dates else "",
+                  "", "| metric | stand-in | real kubelet | real minus stand-in (medians) |", "|---|---|---|---|"]
+        apart = []
+        for metric in results_module.METRICS:
+            ours, theirs = real.get((profile, metric)), stand_in.get((profile, metric))
+            if ours is None and theirs is None:
+                continue
+            diff = difference(theirs, ours)
+            lines.append(f"| `{metric}` | {timeline_cell(theirs)} | {timeline_cell(ours)} | {_difference_cell(diff)} |")
+            if diff and diff["apart"]:
+                apart.append(f"`{metric}` ({'later' if diff['seconds'] > 0 else 'earlier'} on the real kubelet by "
+                             f"{abs(diff['seconds']):g} s)")
+        lines += ["", "Ranges apart (every run of one kind beyond every run of the other): "
+                  + ("; ".join(apart) if apart else "none") + ".", ""]
+        heartbeats = heartbeat_lines(real_runs, profile)
+        if heartbeats:
+            lines += ["Heartbeat ages at the power-off (median (min-max, n)):", "", *heartbeats, ""]
     return lines
 
 
@@ -215,7 +302,7 @@ def event_incident_lines(raw_incident: dict | None) -> list[str]:
 def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str,
          runs: list[dict] | None = None, last_run: dict | None = None) -> str:
     machine = results["machine"]
-    gantt = [f"![{e}](timeline-{e}.png)" for e in dict.fromkeys(x["profile"] for x in results["timelines"])]
+    gantt = [f"![{profile}](timeline-{profile}.png)" for profile in dict.fromkeys(p for p, m in timeline_lookup(results))]
     text = [
         "# Failover benchmark",
         "",
@@ -239,11 +326,13 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "bench/run.sh runs, in this order (logs in /var/tmp/nodeguard-bench-logs):",
         "",
-        "    # 1. timelines: five private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
+        "    # 1. timelines: six private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
         "    #    ngbdefault: kubernetes-default, ngbseed: seed-001, ngbfast: fast aggressive, ngbbalanced: balanced,",
-        "    #    ngbpower: power-event (event-led runs only)",
-        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> --runs 5 "
-        "--out docs/benchmarks/raw/timelines-<lab>.json",
+        "    #    ngbpower: power-event (event-led runs only),",
+        "    #    ngbkubelet: kubernetes-default fast with the real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1) "
+        "as the victim (--victim ng-worker4)",
+        "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> [--victim <worker>] "
+        "--runs 5 --out docs/benchmarks/raw/timelines-<lab>.json",
         "    #    beside them: dead TCP connections, a private lab of 4 workers (about 50 minutes)",
         "    bench/deadconn.sh",
         "    # 2. incident overhead, scale mode, one after the other",
@@ -297,6 +386,23 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         *gantt,
         "",
+        "## Real kubelet vs stand-in",
+        "",
+        "The same milestones with the real kubelet v1.35.4 (containerd, real containers, the lab CSI node plugin; "
+        "[lab-workers.md](../lab-workers.md#the-real-kubelet-worker)) on the victim, next to the stand-in rows above "
+        "(kwok + the stand-in, no containers). Measured in a private lab of their own (ngbkubelet, "
+        "`NODEGUARD_LAB_REAL_KUBELET=1`: the three stand-in workers and ng-worker4) with "
+        "`bench/timeline.py --victim ng-worker4`: before each run the other workers are cordoned and a db pod and a web "
+        "pod are deleted as needed, so that their replacements run on ng-worker4 (the db pod with its RWO volume "
+        "staged and published by the CSI node plugin); then the same power-off through its Redfish BMC and the same "
+        "watches. The replacements start on stand-in workers in both cases: what differs is the victim. The stand-in "
+        "rows come from the full run of the other labs; the real-kubelet rows from a later run (its machine is named "
+        "at the top of the page), with other jobs on the CPUs (load averages below; the findings say what ran). The heartbeat ages are read "
+        "from the Leases and the Nodes' Ready condition (`lastHeartbeatTime`, whole seconds) right after each "
+        "power-off: NotReady comes node-monitor-grace-period after the later heartbeat (plus up to a "
+        "node-monitor-period), so a victim whose kubelet renewed just before it went off is detected later.",
+        "",
+        *kubelet_comparison_lines(results, runs or []),
         "## Control-plane cost (scale mode)",
         "",
         "![cost against node count](cost.png)",
@@ -397,16 +503,23 @@ def with_added_machine(previous: dict, results: dict, added: list[str], measured
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
-    parser.add_argument("--added", nargs="+", metavar="PROFILE",
+    parser.add_argument("--added", nargs="+", metavar="PROFILE", default=[],
                         help="only these profiles' raw files are new: the machine and date of the existing "
                              "results.json stay the page's, and this machine is named for these profiles")
+    parser.add_argument("--added-real-kubelet", action="store_true",
+                        help="the real-kubelet runs are new: as --added, for the real-kubelet rows")
     args = parser.parse_args()
     raw = args.out / "raw"
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
     previous = args.out / "results.json"
-    if args.added and previous.exists():
-        dates = [r["date"] for r in results_module.timeline_runs(raw) if r["profile"] in args.added and r.get("date")]
-        results = with_added_machine(json.loads(previous.read_text()), results, args.added, max(dates, default=None))
+    runs = results_module.timeline_runs(raw)
+    real = [r for r in runs if results_module.victim_kubelet(r) == results_module.REAL_KUBELET]
+    new_runs = [r for r in runs if r["profile"] in args.added and r not in real] + (real if args.added_real_kubelet else [])
+    labels = list(args.added) + ([real_kubelet_label(p) for p in dict.fromkeys(r["profile"] for r in real)]
+                                 if args.added_real_kubelet else [])
+    if labels and previous.exists():
+        dates = [r["date"] for r in new_runs if r.get("date")]
+        results = with_added_machine(json.loads(previous.read_text()), results, labels, max(dates, default=None))
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
     measured = [r for r in raw_cost if not r.get("refused")]
@@ -418,7 +531,7 @@ def main() -> int:
         current = readme.read_text()
         findings = current.split(FINDINGS_START, 1)[1].split(FINDINGS_END, 1)[0]
     last_run = json.loads((raw / "make-bench.json").read_text()) if (raw / "make-bench.json").exists() else None
-    readme.write_text(page(results, raw_cost, raw_incident, findings, results_module.timeline_runs(raw), last_run))
+    readme.write_text(page(results, raw_cost, raw_incident, findings, runs, last_run))
     print(f"report: {args.out / 'results.json'}, {readme}")
     return 0
 

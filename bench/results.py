@@ -1,7 +1,8 @@
 """Turn the raw measurements (docs/benchmarks/raw/*.json) into docs/benchmarks/results.json.
 
 results.json (issue 5): kubernetes_version, machine, date,
-  timelines: [{profile, metric, median_s, min_s, max_s, runs[, note]}],
+  timelines: [{profile, metric, median_s, min_s, max_s, runs[, note][, kubelet]}] (kubelet "real": the row of
+    the runs whose victim ran the real kubelet, never mixed with the stand-in row of the same profile),
   cost: [{profile, nodes, write_rps, write_bytes_per_s, etcd_db_growth_bytes_per_min}],
   incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests},
   dead_connections: [{setting, metric, sysctls, predicted_s, median_s, min_s, max_s, difference_pct, runs,
@@ -29,6 +30,10 @@ FROM_REMEDIATED = {"statefulset_replaced"}
 # unremediated one comes from them, and a run whose failover never came counts as "not reached".
 FROM_EVENT_LED = set(METRICS) - {"statefulset_replaced_unremediated"}
 
+# Which kubelet the victim of a run ran (bench/timeline.py records it as victim_kubelet); runs from before
+# the real-kubelet worker existed have no such field: their victims were stand-ins.
+REAL_KUBELET, STAND_IN = "real", "stand-in"
+
 _NUMBER_OR_NULL = {"type": ["number", "null"]}
 SCHEMA = {
     "type": "object",
@@ -42,7 +47,8 @@ SCHEMA = {
             "required": ["profile", "metric", "median_s", "min_s", "max_s", "runs"],
             "properties": {"profile": {"type": "string"}, "metric": {"enum": list(METRICS)},
                            "median_s": _NUMBER_OR_NULL, "min_s": _NUMBER_OR_NULL, "max_s": _NUMBER_OR_NULL,
-                           "runs": {"type": "integer", "minimum": 0}, "note": {"type": "string"}},
+                           "runs": {"type": "integer", "minimum": 0}, "note": {"type": "string"},
+                           "kubelet": {"const": REAL_KUBELET}},
             "additionalProperties": False}},
         "cost": {"type": "array", "items": {
             "type": "object",
@@ -107,7 +113,26 @@ def _counts(run: dict, metric: str) -> bool:
     return True
 
 
+def victim_kubelet(run: dict) -> str:
+    return run.get("victim_kubelet", STAND_IN)
+
+
+def entry_kubelet(entry: dict) -> str:
+    """A results.json timeline row's kubelet: the stand-in rows carry no field (issue 5's format)."""
+    return entry.get("kubelet", STAND_IN)
+
+
 def timeline_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
+    """One row per profile and metric from the stand-in runs, then the same from the real-kubelet runs."""
+    entries = []
+    for kubelet in (STAND_IN, REAL_KUBELET):
+        mine = [r for r in runs if victim_kubelet(r) == kubelet]
+        rows = _profile_entries(mine, profile_order)
+        entries.extend(rows if kubelet == STAND_IN else [{**row, "kubelet": kubelet} for row in rows])
+    return entries
+
+
+def _profile_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
     entries = []
     for profile in profile_order:
         mine = [r for r in runs if r["profile"] == profile]

@@ -4,9 +4,10 @@
 #   bench/run.sh            full run: 5 runs per profile and kind (1 h 29 min on 2 cores, measured 2026-11-23)
 #   bench/run.sh --quick    smoke: one run each, 100 nodes, short windows
 #
-# 1. Failover timelines, in five private copies of the lab at once (bench/isolated-lab.sh), one per
+# 1. Failover timelines, in six private copies of the lab at once (bench/isolated-lab.sh), one per
 #    group of profiles: the slow profiles spend most of a run waiting for 300 s tolerations, so
-#    running them side by side costs little accuracy and saves more than an hour.
+#    running them side by side costs little accuracy and saves more than an hour. One of them,
+#    ngbkubelet, has the real-kubelet worker ng-worker4 and powers off only that one.
 # 2. Incident overhead, then 3. control-plane cost, in scale mode (lab/scale), one at a time on an
 #    otherwise idle machine: both measure what the CPU delivers.
 # Raw measurements go to docs/benchmarks/raw/ (or $BENCH_OUT/raw), logs to $BENCH_LOGS.
@@ -28,6 +29,11 @@ declare -A groups=(
   [ngbfast]="fast aggressive"
   [ngbbalanced]="balanced"
   [ngbpower]="power-event"
+  [ngbkubelet]="kubernetes-default fast"
+)
+# lab -> its real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1), the victim of every run in that lab
+declare -A real_kubelet_victim=(
+  [ngbkubelet]=ng-worker4
 )
 
 cleanup() {
@@ -71,11 +77,15 @@ load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench: load before start: $load_before; logs in $logs"
 
 timelines() {  # lab profiles...  (the lab is taken down also when a run fails)
-  local lab=$1 status=0; shift
-  NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh up || status=$?
+  local lab=$1 status=0 real_kubelet=0 victim=(); shift
+  if [ -n "${real_kubelet_victim[$lab]:-}" ]; then
+    real_kubelet=1
+    victim=(--victim "${real_kubelet_victim[$lab]}")
+  fi
+  NODEGUARD_LAB_REAL_KUBELET=$real_kubelet NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh up || status=$?
   if [ "$status" = 0 ]; then
     NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh run "$python" bench/timeline.py --profiles "$@" \
-      --runs "$runs" --out "$out/raw/timelines-$lab.json" || status=$?
+      "${victim[@]}" --runs "$runs" --out "$out/raw/timelines-$lab.json" || status=$?
   fi
   NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh down || true
   return "$status"

@@ -17,6 +17,13 @@ Two kinds of run per profile:
 deployment_replaced is recorded from unremediated runs only: the out-of-service taint of a
 remediated run evicts the Deployment's pods early, which is another measurement.
 
+The victim is any worker that holds a web and a db pod, or the one --victim names (e.g. ng-worker4, the
+real-kubelet worker of a lab brought up with NODEGUARD_LAB_REAL_KUBELET=1): before each run the other
+workers are cordoned and a db pod and a web pod are deleted as needed, so that their replacements start
+there, as the real-kubelet lab tests place the db pod. Each run records which kind of kubelet its victim
+ran (victim_kubelet: real or stand-in) and how old its last Lease renewal and last status heartbeat were
+at the power-off (what the NotReady time counts down from).
+
 The event-led profiles (power-event) have one kind of run, event-led: the lab's Redfish BMC is
 subscribed (EventService) to a real ansible-rulebook running extensions/eda/rulebooks/power-events.yml
 (tests/integration/eda/power_event_chain.py), and the power-off alone starts the failover: the BMC's
@@ -48,6 +55,7 @@ sys.path.insert(0, str(REPO / "tests" / "integration" / "eda"))
 import lab_profile  # noqa: E402
 import lablib  # noqa: E402
 import profiles  # noqa: E402
+from results import REAL_KUBELET, STAND_IN  # noqa: E402
 
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 INCIDENT = "failover.nodeguard.io/incident"
@@ -110,10 +118,10 @@ class Watcher(threading.Thread):
         self.stopping.set()
 
 
-def victim_and_baseline(core) -> tuple[str, dict]:
-    """A worker with a web pod and a db pod; the pods it holds now."""
+def victim_and_baseline(core, candidates: list[str]) -> tuple[str, dict]:
+    """The first of the candidate workers with a web pod and a db pod; the pods it holds now."""
     pods = core.list_namespaced_pod(lablib.NAMESPACE).items
-    for worker in lablib.worker_names():
+    for worker in candidates:
         here = [p for p in pods if p.spec.node_name == worker and p.metadata.deletion_timestamp is None]
         web = [p for p in here if p.metadata.labels.get("app") == "web"]
         db = [p for p in here if p.metadata.labels.get("app") == "db"]
@@ -132,6 +140,66 @@ def spread_workloads(core) -> None:
     lablib.kubectl("-n", lablib.NAMESPACE, "rollout", "restart", "deployment/web")
     lablib.kubectl("-n", lablib.NAMESPACE, "rollout", "status", "deployment/web", "--timeout=180s")
     lablib.wait_for(lablib.workloads_ready, timeout=180, interval=2, what="workloads Ready")
+
+
+def pods_to_move(pods: list[dict], victim: str) -> list[str]:
+    """Which pods to delete, with every other worker cordoned, so that the victim holds a db pod and a web pod:
+    a db pod (the first by name; the anti-affinity allows one per node) if it holds none, and a web pod from
+    the worker that holds the most if it holds none. pods: {"name", "app", "node"} of the live pods."""
+    moves = []
+    for app in ("db", "web"):
+        mine = [p for p in pods if p["app"] == app]
+        if mine and not any(p["node"] == victim for p in mine):
+            per_node = {node: sum(p["node"] == node for p in mine) for node in {p["node"] for p in mine}}
+            moves.append(min(mine, key=lambda p: (-per_node[p["node"]], p["name"]))["name"])
+    return moves
+
+
+def live_pods(core) -> list[dict]:
+    return [{"name": p.metadata.name, "app": (p.metadata.labels or {}).get("app"), "node": p.spec.node_name}
+            for p in core.list_namespaced_pod(lablib.NAMESPACE).items if p.metadata.deletion_timestamp is None]
+
+
+def hold_web_and_db(core, victim: str) -> None:
+    """Make the victim hold a web pod and a db pod: the other workers cordoned, the pods pods_to_move() names
+    deleted, their replacements Ready on the victim (a db pod's volume is attached there), the others uncordoned."""
+    moves = pods_to_move(live_pods(core), victim)
+    if not moves:
+        return
+    others = [worker for worker in lablib.worker_names() if worker != victim]
+    for worker in others:
+        lablib.kubectl("cordon", worker)
+    try:
+        lablib.kubectl("delete", "pod", "-n", lablib.NAMESPACE, *moves, "--wait=false")
+        lablib.wait_for(lambda: not pods_to_move(live_pods(core), victim) and lablib.workloads_ready(),
+                        timeout=300, interval=2, what=f"a web and a db pod Ready on {victim}")
+    finally:
+        for worker in others:
+            lablib.kubectl("uncordon", worker, check=False)
+    print(f"timeline: moved {', '.join(moves)} to {victim}", flush=True)
+
+
+def kubelet_kind(victim: str) -> str:
+    return REAL_KUBELET if victim in lablib.real_kubelet_workers() else STAND_IN
+
+
+def heartbeat_ages(core, victim: str, power_off_wall: float) -> dict:
+    """How long before the power-off each worker's kubelet last renewed its Lease and last posted its status (the
+    Ready condition's lastHeartbeatTime, whole seconds). The node lifecycle controller's grace period counts from
+    the later of the two, so the victim's explain much of a run's time to NotReady; the other workers' are samples
+    of their kubelets' rhythm at the same moment. Read once the victim is off."""
+    def age(stamp) -> float | None:
+        return None if stamp is None else round(power_off_wall - stamp.timestamp(), 2)
+
+    leases = client.CoordinationV1Api(lablib.api_client()).list_namespaced_lease("kube-node-lease").items
+    renewed = {lease.metadata.name: lease.spec.renew_time for lease in leases}
+    ages, workers = {}, set(lablib.worker_names())
+    for node in core.list_node().items:
+        name = node.metadata.name
+        if name in workers:
+            ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
+            ages[name] = {"lease_s": age(renewed.get(name)), "status_s": age(ready.last_heartbeat_time if ready else None)}
+    return {"lease_renewed_before_power_off": ages[victim]["lease_s"], "heartbeats_at_power_off": ages}
 
 
 def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: list, taint_seen: dict) -> list[Watcher]:
@@ -231,17 +299,22 @@ def tune_like_a_user(preset: str) -> None:
     lablib.wait_for(lablib.lab_is_up, timeout=300, interval=2, what="kube-apiserver ready")
 
 
-def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> dict:
+def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None, victim: str | None = None) -> dict:
     """One power-off. chains (an event-led run): gives the power-event chain for the victim; the
-    power-off alone must lead to the failover."""
+    power-off alone must lead to the failover. victim: this worker, made to hold a web and a db pod."""
     core = lablib.core()
     lablib.reset_lab(timeout=300)
-    victim, baseline = victim_and_baseline(core)
-    if not victim:
-        spread_workloads(core)
-        victim, baseline = victim_and_baseline(core)
-    if not victim:
-        raise RuntimeError("no worker holds both a web and a db pod")
+    if victim:
+        hold_web_and_db(core, victim)
+        chosen, baseline = victim_and_baseline(core, [victim])
+    else:
+        chosen, baseline = victim_and_baseline(core, lablib.worker_names())
+        if not chosen:
+            spread_workloads(core)
+            chosen, baseline = victim_and_baseline(core, lablib.worker_names())
+    if not chosen:
+        raise RuntimeError(f"no worker holds both a web and a db pod (asked for: {victim or 'any'})")
+    victim = chosen
     chain = chains.for_victim(victim) if chains else None
     if remediated or chain:
         lablib.kubectl("create", "namespace", LOCK_NAMESPACE, check=False)
@@ -255,6 +328,7 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> 
     power_off_wall = time.time() - (time.monotonic() - marks.t0)
     if chain:
         chain.watch(victim, marks.mark)
+    log.update(heartbeat_ages(core, victim, power_off_wall))
     deadline = marks.t0 + cap_seconds
     wanted = DETECTION + (("statefulset_replaced",) if remediated else ("deployment_replaced", "statefulset_replaced"))
     remediation = None
@@ -285,11 +359,9 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> 
     if chain:
         annotations = core.read_node(victim).metadata.annotations or {}
         record = json.loads(annotations.get(INCIDENT, "{}"))
-        # The kubelet's last Lease renewal before the power-off: the Lease proof can hold renew interval +
-        # margin after it, so this phase explains much of a run's time to the taint.
-        lease = client.CoordinationV1Api(lablib.api_client()).read_namespaced_lease(victim, "kube-node-lease")
-        log.update(power_off_at=datetime.fromtimestamp(power_off_wall, UTC).isoformat(timespec="milliseconds"),
-                   lease_renewed_before_power_off=round(power_off_wall - lease.spec.renew_time.timestamp(), 2))
+        # The Lease proof can hold renew interval + margin after the last renewal (lease_renewed_before_power_off),
+        # so that phase explains much of an event-led run's time to the taint.
+        log.update(power_off_at=datetime.fromtimestamp(power_off_wall, UTC).isoformat(timespec="milliseconds"))
         log.update(trigger="power-event", taint_while_ready=taint_seen.get("node_ready"),
                    rulebook_startup_seconds=chain.startup_seconds, **chain.run_report(victim),
                    incident_record={key: record.get(key) for key in ("trigger", "power_event", "steps")})
@@ -297,11 +369,12 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None) -> 
         seen["statefulset_replaced_unremediated"] = seen.pop("statefulset_replaced", None)
     else:
         seen.pop("deployment_replaced", None)
-    result = {"profile": profile, "remediated": remediated, "victim": victim, "cap_s": cap_seconds,
+    result = {"profile": profile, "remediated": remediated, "victim": victim, "victim_kubelet": kubelet_kind(victim),
+              "cap_s": cap_seconds,
               "milestones": seen, "disturbed": sorted(set(disturbed)), "load_average_1m": round(os.getloadavg()[0], 2),
               "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **log}
     kind = "event-led" if chain else ("remediated" if remediated else "unremediated")
-    print(f"timeline: {profile} {kind} on {victim}: {seen}"
+    print(f"timeline: {profile} {kind} on {victim} ({result['victim_kubelet']} kubelet): {seen}"
           f"{' taint while Ready: ' + str(taint_seen.get('node_ready')) if chain else ''}"
           f"{' DISTURBED ' + str(disturbed) if disturbed else ''}", flush=True)
     return result
@@ -361,9 +434,10 @@ class Chains:
                 self.chain = None
 
 
-def event_led_runs(profile: str, runs: int, results: list, out: Path, node_outage_vars: dict | None = None) -> list:
+def event_led_runs(profile: str, runs: int, results: list, out: Path, node_outage_vars: dict | None = None,
+                   victim: str | None = None) -> list:
     """runs event-led runs (see Chains); the rulebook's log (token redacted) goes next to out. node_outage_vars:
-    inventory variables for the rulebook's node-outage runs (a variant; recorded in each run)."""
+    inventory variables for the rulebook's node-outage runs (a variant; recorded in each run). victim: as one_run's."""
     import tempfile
 
     log_out = out.parent / f"rulebook-{profile}.log"
@@ -372,7 +446,7 @@ def event_led_runs(profile: str, runs: int, results: list, out: Path, node_outag
         chains = Chains(Path(workdir), log_out, node_outage_vars)
         try:
             for _run in range(runs):
-                result = one_run(profile, True, cap_for(profile, True), chains=chains)
+                result = one_run(profile, True, cap_for(profile, True), chains=chains, victim=victim)
                 results.append({**result, "node_outage_vars": node_outage_vars} if node_outage_vars else result)
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_text(json.dumps(results, indent=1) + "\n")
@@ -388,6 +462,8 @@ def main() -> int:
     parser.add_argument("--slow-runs", type=int, default=None,
                         help="runs for profiles whose eviction waits the default 300s (kubernetes-default, seed-001)")
     parser.add_argument("--kinds", nargs="+", default=["unremediated", "remediated"])
+    parser.add_argument("--victim", help="power off this worker in every run (it is made to hold a web and a db pod "
+                                         "first), e.g. ng-worker4, the real-kubelet worker; default: any worker that holds both")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--node-outage-vars", type=json.loads, default=None,
                         help='event-led runs: inventory variables for node-outage, as JSON (a variant, e.g. '
@@ -406,14 +482,14 @@ def main() -> int:
             slow = profile in profiles.REFERENCE_PROFILES
             runs = args.slow_runs if (slow and args.slow_runs is not None) else args.runs
             if profile in profiles.EVENT_LED_PROFILES:
-                results = event_led_runs(profile, runs, results, args.out, args.node_outage_vars)
+                results = event_led_runs(profile, runs, results, args.out, args.node_outage_vars, args.victim)
                 continue
             for kind in args.kinds:
                 remediated = kind == "remediated"
                 if remediated and profile in profiles.PRESETS:
                     tune_like_a_user(profile)
                 for _run in range(runs):
-                    results.append(one_run(profile, remediated, cap_for(profile, remediated)))
+                    results.append(one_run(profile, remediated, cap_for(profile, remediated), victim=args.victim))
                     args.out.parent.mkdir(parents=True, exist_ok=True)
                     args.out.write_text(json.dumps(results, indent=1) + "\n")
     finally:

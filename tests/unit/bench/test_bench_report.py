@@ -54,3 +54,41 @@ def test_the_page_says_how_long_the_last_end_to_end_run_took_and_whether_every_p
     failed = run_record.describe({**run, "every_part_finished": False, "seconds": 95})
     assert "took **1 min 35 s**" in failed and "a part failed" in failed
     assert "No end-to-end" in run_record.describe(None)
+
+
+def row(profile, metric, median, low, high, runs=5, kubelet=None):
+    entry = {"profile": profile, "metric": metric, "median_s": median, "min_s": low, "max_s": high, "runs": runs}
+    return {**entry, "kubelet": kubelet} if kubelet else entry
+
+
+def test_a_difference_is_real_minus_stand_in_and_says_whether_the_ranges_are_apart():
+    stand_in = row("fast", "not_ready", 4.0, 3.0, 5.0)
+    assert report.difference(stand_in, row("fast", "not_ready", 6.0, 5.5, 7.0)) == {"seconds": 2.0, "percent": 50, "apart": True}
+    assert report.difference(stand_in, row("fast", "not_ready", 4.5, 5.0, 6.0))["apart"] is False  # 5.0 touches 5.0
+    assert report.difference(stand_in, row("fast", "not_ready", 3.0, 1.0, 2.5))["apart"] is True
+    assert report.difference(stand_in, row("fast", "not_ready", None, None, None)) is None
+    assert report.difference(None, stand_in) is None
+
+
+def test_the_comparison_puts_the_rows_side_by_side_and_the_main_table_keeps_the_stand_ins():
+    results = {"timelines": [row("fast", "not_ready", 4.0, 3.0, 5.0, runs=5),
+                             row("fast", "not_ready", 9.0, 8.0, 10.0, runs=3, kubelet="real"),
+                             row("fast", "deployment_replaced", 30.0, 29.0, 33.0, runs=5, kubelet="real")]}
+    runs = [{"profile": "fast", "victim": "ng-worker4", "victim_kubelet": "real", "load_average_1m": 3.0,
+             "date": "2026-11-23T19:00:00Z",
+             "heartbeats_at_power_off": {"ng-worker4": {"lease_s": 9.0, "status_s": 1.0},
+                                         "ng-worker1": {"lease_s": 2.0, "status_s": 30.0}}}]
+    lines = report.kubelet_comparison_lines(results, runs)
+    text = "\n".join(lines)
+    assert "| `not_ready` | 4 (3-5, n=5) | 9 (8-10, n=3) | +5 s (+125 %), ranges apart |" in lines
+    assert "| `deployment_replaced` | not measured | 30 (29-33, n=5) | — |" in lines
+    assert "`not_ready` (later on the real kubelet by 5 s)" in text
+    assert "| real (the victim) | 9 (9-9, n=1) | 1 (1-1, n=1) |" in lines
+    assert "| stand-in (the other workers, same moments) | 2 (2-2, n=1) | 30 (30-30, n=1) |" in lines
+    table = report.timeline_table(results)
+    assert table[0] == "| metric | fast |" and "| `not_ready` | 4 (3-5, n=5) |" in table
+    assert "| `deployment_replaced` | not measured |" in table  # the real-kubelet row is not in the main table
+
+
+def test_without_real_kubelet_runs_the_section_says_not_measured():
+    assert report.kubelet_comparison_lines({"timelines": [row("fast", "not_ready", 4.0, 3.0, 5.0)]}, [])[0].startswith("Not measured")

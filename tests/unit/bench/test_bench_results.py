@@ -121,3 +121,31 @@ def test_a_profile_the_model_refuses_is_not_a_cost_entry():
     raw = [{"profile": "aggressive", "nodes": 1000, "refused": "[heartbeat-budget] ..."},
            {"profile": "fast", "nodes": 1000, "write_rps": 110.0, "write_bytes_per_s": 9.0}]
     assert results.cost_entries(raw) == [{"profile": "fast", "nodes": 1000, "write_rps": 110.0, "write_bytes_per_s": 9.0}]
+
+
+def real(entry):
+    return {**entry, "victim": "ng-worker4", "victim_kubelet": "real"}
+
+
+def test_real_kubelet_runs_are_rows_of_their_own_never_mixed_into_the_stand_in_rows():
+    runs = [run("fast", False, {"not_ready": 4.0}), run("fast", False, {"not_ready": 6.0}),
+            real(run("fast", False, {"not_ready": 10.0}))]
+    rows = [(e["profile"], e.get("kubelet"), e["runs"], e["median_s"])
+            for e in results.timeline_entries(runs, ["fast"]) if e["metric"] == "not_ready"]
+    assert rows == [("fast", None, 2, 5.0), ("fast", "real", 1, 10.0)]
+    kinds = [results.entry_kubelet(e) for e in results.timeline_entries(runs, ["fast"])]
+    assert kinds == sorted(kinds, key=["stand-in", "real"].index) and set(kinds) == {"stand-in", "real"}  # stand-ins first
+
+
+def test_runs_without_victim_kubelet_are_stand_in_runs():
+    assert results.victim_kubelet(run("fast", False, {})) == "stand-in"
+    assert results.victim_kubelet(real(run("fast", False, {}))) == "real"
+
+
+def test_real_kubelet_rows_validate_and_keep_their_notes(tmp_path):
+    (tmp_path / "timelines-ngbkubelet.json").write_text(json.dumps(
+        [real(run("kubernetes-default", False, {"not_ready": 45.0, "statefulset_replaced_unremediated": None}, cap=400.0))]))
+    built = results.build(tmp_path, ["kubernetes-default"], "1.35.4")
+    unremediated = next(e for e in built["timelines"] if e["metric"] == "statefulset_replaced_unremediated")
+    assert unremediated["kubelet"] == "real" and "never happened" in unremediated["note"]
+    assert not [e for e in built["timelines"] if "kubelet" not in e]
