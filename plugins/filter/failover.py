@@ -1,6 +1,7 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters over the failover profile model (plugins/module_utils/model): profile, timeline, table, applied profile."""
+"""Filters over the failover profile model (plugins/module_utils/model): profile, timeline, table, applied profile;
+and what a role puts back after a failed change (module_utils/files.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import rollback_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, risks
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
@@ -69,6 +71,13 @@ def failover_distribution(name):
         raise AnsibleFilterError(str(error)) from error
 
 
+def failover_rollback_plan(edits, removed=None, removed_backup=""):
+    try:
+        return rollback_plan(list(edits or []), removed, removed_backup)
+    except FileEditError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
 def failover_applied_profile(profile, applied_at, detect_seconds=None, evict_seconds=None, overrides=None, previous=None):
     try:
         return applied.record(profile, collection_version(), applied_at, detect_seconds, evict_seconds, overrides,
@@ -107,4 +116,5 @@ class FilterModule:
             "failover_profile_drift": failover_profile_drift,
             "failover_distribution": failover_distribution,
             "failover_audit_risks": failover_audit_risks,
+            "failover_rollback_plan": failover_rollback_plan,
         }

@@ -32,6 +32,8 @@ class Distribution(NamedTuple):
     apiserver_ca: str
     # A directory only servers (control-plane nodes) have; "" where the flags themselves tell.
     server_marker: str
+    # A file the kubelet logs to besides the journal of its unit (RKE2); "" = the journal only.
+    kubelet_log_file: str = ""
 
 
 DISTRIBUTIONS = {
@@ -75,6 +77,7 @@ DISTRIBUTIONS = {
         kubelet_dropin_dir="/var/lib/rancher/rke2/agent/etc/kubelet.conf.d",
         apiserver_ca="/var/lib/rancher/rke2/server/tls/server-ca.crt",
         server_marker="/var/lib/rancher/rke2/server",
+        kubelet_log_file="/var/lib/rancher/rke2/agent/logs/kubelet.log",
     ),
     "k3s": Distribution(
         name="k3s",

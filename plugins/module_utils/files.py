@@ -158,6 +158,35 @@ def backup_path(path: str, backup_dir: str | None) -> str:
     return os.path.join(backup_dir or os.path.dirname(os.path.abspath(path)), name)
 
 
+def rollback_plan(edits: list, removed: dict | None = None, removed_backup: str = "") -> dict:
+    """What a role must put back after a failed change, from the registered results of its file edits.
+
+    ``edits``: results of tasks that changed files (this collection's file modules report ``path``,
+    ansible.builtin.copy reports ``dest``); skipped or unchanged ones are left out. A changed file with a
+    ``backup_file`` is restored from it; one without was created by the run and is removed.
+    ``removed``: the result of removing a file that was first copied to ``removed_backup``; when the
+    removal changed something, the file is restored from that copy.
+
+    Returns ``{"restore": [{path, backup_file}], "remove": [path], "paths": [every changed path]}``.
+    """
+    changed = [edit for edit in edits if isinstance(edit, dict) and edit.get("changed")]
+    if removed and removed.get("changed"):
+        if not removed_backup:
+            raise FileEditError(f"rollback_plan: {removed.get('path')} was removed, but no saved copy is named")
+        changed.append({"path": removed.get("path"), "backup_file": removed_backup})
+    restore, remove, paths = [], [], []
+    for edit in changed:
+        path = edit.get("path") or edit.get("dest")
+        if not path:
+            raise FileEditError(f"rollback_plan: a changed file's result names no path: {sorted(edit)}")
+        paths.append(path)
+        if edit.get("backup_file"):
+            restore.append({"path": path, "backup_file": edit["backup_file"]})
+        else:
+            remove.append(path)
+    return {"restore": restore, "remove": remove, "paths": paths}
+
+
 def _backup(module, path: str, backup_dir: str | None) -> str:
     if backup_dir and not os.path.isdir(backup_dir):
         try:

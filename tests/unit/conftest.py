@@ -1,4 +1,4 @@
-"""Fixtures for the filter and test plugin tests."""
+"""Fixtures for the unit tests: Ansible templating with the collection's plugins resolved by FQCN."""
 
 import os
 import sys
@@ -8,7 +8,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")

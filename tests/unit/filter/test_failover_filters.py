@@ -102,3 +102,25 @@ def test_profile_filter_gives_rke1_its_kubelet_flags_or_refuses_in_the_plan(rend
     with pytest.raises(AnsibleError, match="no command-line flag for nodeStatusReportFrequency"):
         render(rke1 + " | nodeguard.failover.failover_profile(preset='kubernetes-default', "
                "overrides={'node_status_update_frequency': '5s', 'node_monitor_grace_period': '60s'})")
+
+
+# -- failover_rollback_plan ------------------------------------------------------------------------------
+
+
+def test_rollback_plan_restores_backups_removes_created_files_and_skips_the_rest(render):
+    edits = [
+        {"changed": True, "path": "/etc/a.yaml", "backup_file": "/etc/a.yaml.1~"},
+        {"changed": False, "path": "/etc/b.yaml"},
+        {"changed": False, "skipped": True},
+        {"changed": True, "dest": "/etc/c.conf"},
+    ]
+    assert render("edits | nodeguard.failover.failover_rollback_plan", edits=edits) == {
+        "restore": [{"path": "/etc/a.yaml", "backup_file": "/etc/a.yaml.1~"}],
+        "remove": ["/etc/c.conf"],
+        "paths": ["/etc/a.yaml", "/etc/c.conf"],
+    }
+
+
+def test_rollback_plan_refuses_a_removal_without_its_saved_copy(render):
+    with pytest.raises(AnsibleError, match="no saved copy"):
+        render("[] | nodeguard.failover.failover_rollback_plan(removed=removal)", removal={"changed": True, "path": "/etc/d.conf"})

@@ -1,7 +1,8 @@
 """The kubelet_heartbeat role's rollback: what it restores, and the kubelet's reason it quotes.
 
 The role keeps a backup of every file it changes and, when the restarted kubelet is not healthy,
-copies the backups back and removes the files it created (vars/main.yml: _kubelet_heartbeat_changed).
+copies the backups back and removes the files it created (vars/main.yml: _kubelet_heartbeat_rollback, the
+failover_rollback_plan filter).
 Its failure message quotes the kubelet's own error lines (files/kubelet_errors.sh) without the
 configuration dump a refusing kubelet prints after ", path: &".
 """
@@ -10,14 +11,7 @@ import os
 import subprocess
 
 import yaml
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
-
-try:  # ansible-core 2.19 templates only trusted strings
-    from ansible.template import trust_as_template
-except ImportError:  # older ansible-core: every string is a template
-    def trust_as_template(value):
-        return value
+from ansible.template import trust_as_template
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 ROLE = os.path.join(REPO, "roles", "kubelet_heartbeat")
@@ -25,36 +19,42 @@ SKIPPED = {"changed": False, "skipped": True, "skip_reason": "Conditional result
 DROPIN = "/etc/systemd/system/kubelet.service.d/90-nodeguard-failover.conf"
 
 
-def changed_files(**registered):
+def rollback_plan(render, **registered):
+    """The role's _kubelet_heartbeat_rollback (vars/main.yml) for these registered results."""
     with open(os.path.join(ROLE, "vars", "main.yml"), encoding="utf-8") as handle:
         role_vars = {name: trust_as_template(value) for name, value in yaml.safe_load(handle).items()}
-    variables = {**role_vars, "_kubelet_heartbeat_service": "kubelet", **registered}
-    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template("{{ _kubelet_heartbeat_changed }}"))
+    return render("_kubelet_heartbeat_rollback", **role_vars, _kubelet_heartbeat_service="kubelet", **registered)
 
 
-def test_nothing_changed_nothing_to_restore():
-    assert changed_files(_kubelet_heartbeat_config_edit={"changed": False, "path": "/var/lib/kubelet/config.yaml"},
+def test_nothing_changed_nothing_to_restore(render):
+    plan = rollback_plan(render, _kubelet_heartbeat_config_edit={"changed": False, "path": "/var/lib/kubelet/config.yaml"},
                          _kubelet_heartbeat_dropin_edit=SKIPPED, _kubelet_heartbeat_env_edit=SKIPPED,
-                         _kubelet_heartbeat_env_removal={"changed": False, "path": DROPIN, "state": "absent"}) == []
+                         _kubelet_heartbeat_env_removal={"changed": False, "path": DROPIN, "state": "absent"})
+    assert plan == {"restore": [], "remove": [], "paths": []}
 
 
-def test_changed_files_come_back_from_their_backups_and_new_files_are_removed():
-    restored = changed_files(
+def test_changed_files_come_back_from_their_backups_and_new_files_are_removed(render):
+    plan = rollback_plan(
+        render,
         _kubelet_heartbeat_config_edit={"changed": True, "path": "/var/lib/kubelet/config.yaml",
                                         "backup_file": "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"},
         _kubelet_heartbeat_dropin_edit=SKIPPED, _kubelet_heartbeat_rancher_edit=SKIPPED,
         # copy: a new drop-in has no backup_file and reports dest, not path.
         _kubelet_heartbeat_env_edit={"changed": True, "dest": DROPIN})
-    assert [(item["path"], item.get("backup_file")) for item in restored] == [
-        ("/var/lib/kubelet/config.yaml", "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"), (DROPIN, None)]
+    assert plan == {
+        "restore": [{"path": "/var/lib/kubelet/config.yaml", "backup_file": "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"}],
+        "remove": [DROPIN],
+        "paths": ["/var/lib/kubelet/config.yaml", DROPIN],
+    }
 
 
-def test_a_removed_environment_drop_in_comes_back_from_its_saved_copy():
-    restored = changed_files(_kubelet_heartbeat_config_edit={"changed": True, "path": "/var/lib/kubelet/config.yaml",
-                                                             "backup_file": "/var/lib/kubelet/config.yaml.b~"},
-                             _kubelet_heartbeat_env_edit=SKIPPED,
-                             _kubelet_heartbeat_env_removal={"changed": True, "path": DROPIN, "state": "absent"})
-    assert (DROPIN, DROPIN + ".nodeguard-removed~") in [(item["path"], item.get("backup_file")) for item in restored]
+def test_a_removed_environment_drop_in_comes_back_from_its_saved_copy(render):
+    plan = rollback_plan(render, _kubelet_heartbeat_config_edit={"changed": True, "path": "/var/lib/kubelet/config.yaml",
+                                                                 "backup_file": "/var/lib/kubelet/config.yaml.b~"},
+                         _kubelet_heartbeat_env_edit=SKIPPED,
+                         _kubelet_heartbeat_env_removal={"changed": True, "path": DROPIN, "state": "absent"})
+    assert {"path": DROPIN, "backup_file": DROPIN + ".nodeguard-removed~"} in plan["restore"]
+    assert plan["remove"] == []
     # systemd reads only *.conf in a drop-in directory: the saved copy is not read.
     assert not (DROPIN + ".nodeguard-removed~").endswith(".conf")
 
@@ -71,14 +71,14 @@ JOURNAL = (
 )
 
 
-def run_errors_script(tmp_path, journal, lines="3"):
+def run_errors_script(tmp_path, journal, lines="3", log_file=""):
     fake = tmp_path / "bin"
     fake.mkdir()
     (tmp_path / "journal").write_text(journal)
     (fake / "journalctl").write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/args\ncat {tmp_path}/journal\n")
     (fake / "journalctl").chmod(0o755)
     env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
-    result = subprocess.run(["sh", os.path.join(ROLE, "files", "kubelet_errors.sh"), "kubelet", "1795435290", lines],
+    result = subprocess.run(["sh", os.path.join(ROLE, "files", "kubelet_errors.sh"), "kubelet", "1795435290", lines, log_file],
                             env=env, capture_output=True, text=True, check=True)
     return result.stdout.splitlines(), (tmp_path / "args").read_text()
 
@@ -98,3 +98,15 @@ def test_only_the_last_error_lines(tmp_path):
     journal = "".join(f"E1123 12:00:{second:02d}.000000    1 x.go:1] error {second}\n" for second in range(10))
     lines = run_errors_script(tmp_path, journal, lines="2")[0]
     assert [line.split("] ")[1] for line in lines] == ["error 8", "error 9"]
+
+
+def test_the_distributions_kubelet_log_file_is_read_too(tmp_path):
+    log = tmp_path / "kubelet.log"
+    log.write_text("E1123 12:02:00.000000    7 run.go:72] refused in the log file\n")
+    lines = run_errors_script(tmp_path, "", log_file=str(log))[0]
+    assert [line.split("] ")[1] for line in lines] == ["refused in the log file"]
+
+
+def test_no_error_line_is_said(tmp_path):
+    assert run_errors_script(tmp_path, "W1123 12:01:34.000000    1118 warnings.go:70] a warning\n")[0] == [
+        "(no error line in its log since the restart)"]
