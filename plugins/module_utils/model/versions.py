@@ -143,3 +143,40 @@ def version_facts(version: Version) -> dict:
         "kubeadm_extra_args_style": kubeadm_extra_args_style(api),
         "pod_safe_keepalive_sysctls": accepts_safe_tcp_keepalive_sysctls(version),
     }
+
+
+class Refusal(NamedTuple):
+    """A setting this version's component refuses to start with, so the model never renders it."""
+
+    component: str  # "kube-controller-manager"
+    kind: str  # "flag" (--name=value) or "gate" (--feature-gates=name=value)
+    name: str
+    value: str
+    reason: str
+
+
+def refused_settings(version: Version) -> list:
+    """What the model refuses to render for this version, each a Refusal the component must reject.
+
+    Derived from the facts above (one home for each fact); the version matrix (make lab-matrix)
+    passes each one to the real binary and expects it to refuse to start.
+    """
+    refused = []
+    if not accepts_pod_eviction_timeout(version):
+        refused.append(Refusal("kube-controller-manager", "flag", "pod-eviction-timeout", "5m0s",
+                               "--pod-eviction-timeout was removed in 1.27"))
+    if taint_based_evictions_gate(version) == "locked-on":
+        refused.append(Refusal("kube-controller-manager", "gate", "TaintBasedEvictions", "false",
+                               "TaintBasedEvictions is GA and locked on in 1.18-1.19"))
+    else:
+        refused.append(Refusal("kube-controller-manager", "gate", "TaintBasedEvictions", "true",
+                               "TaintBasedEvictions was removed in 1.20"))
+    gate = out_of_service_gate(version)
+    if gate in ("absent", "removed"):
+        when = "does not exist before 1.24" if gate == "absent" else "was removed in 1.32"
+        refused.append(Refusal("kube-controller-manager", "gate", "NodeOutOfServiceVolumeDetach", "true",
+                               f"NodeOutOfServiceVolumeDetach {when}"))
+    if not accepts_disable_force_detach_on_timeout(version):
+        refused.append(Refusal("kube-controller-manager", "flag", "disable-force-detach-on-timeout", "true",
+                               "--disable-force-detach-on-timeout exists from 1.30"))
+    return refused
