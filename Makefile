@@ -7,7 +7,7 @@ K8S_VERSION := $(shell awk '/^\tk8s.io\/kubernetes / {print $$2; exit}' lab/k8s-
 export PATH := $(CURDIR)/.venv/bin:$(or $(NODEGUARD_CACHE),$(HOME)/.cache/nodeguard)/k8s/$(K8S_VERSION)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: demo test setup images lab-build lab-up lab-down lab-status \
+.PHONY: demo test setup images lab-build lab-up lab-down lab-status lab-matrix \
         test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench
 
 ## demo: set up, start the lab, and tune it with playbooks/tune-failover.yml
@@ -47,6 +47,11 @@ lab-down:
 
 lab-status:
 	lab/scripts/lab.sh status
+
+## lab-matrix: build the 3 binaries of each version in lab/matrix/go/, start them with the model's profiles, write docs/version-matrix.md (not in make test)
+lab-matrix: lab-build
+	for module in lab/matrix/go/*/; do nice -n 19 lab/matrix/build.sh "$$(basename "$$module")"; done
+	nice -n 19 python lab/matrix/run.py
 
 # pytest exits 5 when it collects no tests: that fails the part on purpose (an empty suite is a broken suite).
 test-unit: setup
