@@ -10,6 +10,7 @@ kube-apiserver, an invalid value and an unknown field for the kubelet.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
@@ -53,7 +54,8 @@ class Check:
     @property
     def given(self) -> str:
         """What the binary was given, in one line for the table."""
-        parts = list(self.args) + [f"{name}: {value}" for name, value in self.kubelet_settings.items()]
+        parts = list(self.args) + [f"{name}: {json.dumps(value) if not isinstance(value, str) else value}"
+                                   for name, value in self.kubelet_settings.items()]
         return " ".join(parts) if parts else "(nothing beyond the base)"
 
 

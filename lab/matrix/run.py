@@ -81,6 +81,10 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 makeIPTablesUtilChains: false
 """
+# This machine runs cgroup v1: kubelets from 1.35 refuse it unless told (failCgroupV1 exists from 1.31;
+# naming it before would be an unknown field).
+CGROUP_V1_FIELD = "failCgroupV1: false\n"
+CGROUP_V1_FIELD_FROM = 31
 
 
 def lab_version(module: str) -> str:
@@ -155,9 +159,10 @@ def wait_healthy(process: subprocess.Popen, log: Path, port: int, client: tuple 
         if process.poll() is not None:
             return plan.REJECTED, signals.refusal_message(log.read_text(errors="replace"))
         if healthz(port, client):
+            waited = timeout - (deadline - time.monotonic())
             time.sleep(STILL_RUNNING_SECONDS)
             if process.poll() is None:
-                return plan.ACCEPTED, ""
+                return plan.ACCEPTED, f"/healthz ok after {waited:.0f} s, still running {STILL_RUNNING_SECONDS} s later"
             return plan.REJECTED, signals.refusal_message(log.read_text(errors="replace"))
         time.sleep(1)
     return "timeout", f"no /healthz ok and no exit within {timeout} s; last line: {signals.refusal_message(log.read_text(errors='replace'))}"
@@ -253,6 +258,8 @@ class Version:
     def run_kubelet(self, check: plan.Check, log: Path) -> tuple:
         base = BASE_KUBELET_CONFIG.format(kubelet=PORTS["kubelet"], kubelet_healthz=PORTS["kubelet-healthz"],
                                           ca=self.pki / "ca.crt")
+        if minor_of(self.version) >= CGROUP_V1_FIELD_FROM:
+            base += CGROUP_V1_FIELD
         config = log.with_suffix(".config.yaml")
         config.write_text(plan.kubelet_config(base, check.kubelet_settings))
         root = self.dir / f"kubelet-{log.stem}"
@@ -347,7 +354,7 @@ def main() -> int:
     etcd_version = lab_version("go.etcd.io/etcd/server/v3")
     etcd = args.etcd or CACHE / "etcd" / etcd_version / "bin" / "etcd"
     if args.etcd:
-        etcd_version = subprocess.run([str(etcd), "--version"], capture_output=True, text=True, check=False).stdout.split("\n")[0]
+        etcd_version = subprocess.run([str(etcd), "--version"], capture_output=True, text=True, check=False).stdout.split()[2]
     if not etcd.exists():
         raise SystemExit(f"matrix: the lab's etcd {etcd} is missing; run make lab-build")
     busy = [f"{name} {port}" for name, port in PORTS.items() if not port_free(port)]

@@ -29,12 +29,13 @@ MESSAGE_LIMIT = 300
 
 
 def kubelet_verdict(log_text: str) -> tuple:
-    """("accepted" | "rejected" | None, message) from a kubelet's output so far; None = no verdict yet."""
+    """("accepted" | "rejected" | None, the line that decided) from a kubelet's output so far; None = no verdict yet."""
     lenient = next((line for line in log_text.splitlines() if LENIENT.search(line)), None)
     if lenient is not None:
         return "rejected", clean(lenient)
-    if KUBELET_STARTED.search(log_text):
-        return "accepted", ""
+    started = next((line for line in log_text.splitlines() if KUBELET_STARTED.search(line)), None)
+    if started is not None:
+        return "accepted", clean(started)
     return None, ""
 
 

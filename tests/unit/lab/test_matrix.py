@@ -89,6 +89,11 @@ def test_kubelet_config_merges_into_the_base():
     assert yaml.safe_load(plan.kubelet_config(BASE, {plan.UNKNOWN_FIELD: True}))[plan.UNKNOWN_FIELD] is True
 
 
+def test_given_reads_like_the_file():
+    (control,) = [check for check in plan.control_checks() if plan.UNKNOWN_FIELD in check.kubelet_settings]
+    assert control.given == f"{plan.UNKNOWN_FIELD}: true"
+
+
 KUBELET_118 = "I1123 18:40:01.000000   4242 server.go:417] Version: v1.18.0\n"
 KUBELET_131 = 'I1123 18:40:01.000000   4242 server.go:486] "Kubelet version" kubeletVersion="v1.31.0"\n'
 LENIENT = ('W1123 18:40:00.900000   4242 codec.go:97] using lenient decoding as strict decoding failed: strict decoding error: '
@@ -97,7 +102,9 @@ LENIENT = ('W1123 18:40:00.900000   4242 codec.go:97] using lenient decoding as 
 
 @pytest.mark.parametrize("text", [KUBELET_118, KUBELET_131])
 def test_kubelet_version_line_means_accepted(text):
-    assert signals.kubelet_verdict("I1123 flag parsing\n" + text) == ("accepted", "")
+    observed, message = signals.kubelet_verdict("I1123 flag parsing\n" + text)
+    assert observed == "accepted"
+    assert message in ("Version: v1.18.0", '"Kubelet version" kubeletVersion="v1.31.0"')
 
 
 def test_kubelet_lenient_decoding_is_a_rejection():
