@@ -3,7 +3,11 @@
 - Powered: the container is running (or paused or stopping: a hung machine still has
   power). Anything else is off, including a container that does not exist.
 - force_off is `podman kill --signal KILL`: a power cut, nothing inside shuts down.
-- graceful_off is `podman stop`: the init system gets its stop signal, as with ACPI.
+- graceful_off is the power button: systemd-logind in the node is asked to power off, as a real
+  machine's logind does when the ACPI power key is pressed (HandlePowerKey=poweroff). So whatever holds
+  a logind delay lock runs first: the kubelet's graceful node shutdown stops its pods. A node without
+  logind, or one that is still up after POWER_BUTTON_SECONDS, gets `podman stop` (the init system's stop
+  signal, which bypasses logind, then a kill).
 - power_on is `podman start`.
 Forced actions return once the container has reached the new state.
 
@@ -22,6 +26,11 @@ POWERED_STATES = frozenset({"running", "paused", "stopping"})
 ACTION_TIMEOUT = 20.0
 # How long `podman stop` lets the init system shut down before it kills it.
 GRACEFUL_STOP_SECONDS = 30
+# How long a node may take to shut down after the power button (the kubelet's shutdownGracePeriod runs first).
+POWER_BUTTON_SECONDS = 120
+# logind's PowerOff, what it does itself on a power key press; "false": no interactive authorization.
+POWER_BUTTON = ("busctl", "call", "org.freedesktop.login1", "/org/freedesktop/login1",
+                "org.freedesktop.login1.Manager", "PowerOff", "b", "false")
 
 
 class PowerError(Exception):
@@ -76,6 +85,11 @@ def force_restart(container: str) -> None:
 
 
 def graceful_off(container: str) -> None:
+    if not is_powered(container):
+        return
+    pressed = podman("exec", container, *POWER_BUTTON)
+    if pressed.returncode == 0 and _off_within(container, POWER_BUTTON_SECONDS):
+        return
     if is_powered(container):
         _run("stop", "--time", str(GRACEFUL_STOP_SECONDS), container, timeout=GRACEFUL_STOP_SECONDS + ACTION_TIMEOUT)
 
@@ -100,6 +114,15 @@ def _run(*args: str, timeout: float = ACTION_TIMEOUT) -> None:
     result = podman(*args, timeout=timeout)
     if result.returncode != 0:
         raise PowerError(f"podman {' '.join(args)} failed: {result.stderr.strip()}")
+
+
+def _off_within(container: str, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while is_powered(container):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 def _wait_until(container: str, powered: bool) -> None:

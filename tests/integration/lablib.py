@@ -147,6 +147,15 @@ def power_off(node: str) -> None:
     wait_for(lambda: container_state(node) != "running", timeout=30, interval=0.5, what=f"{node} powered off")
 
 
+def graceful_shutdown(node: str) -> None:
+    """A graceful shutdown through the node's Redfish BMC (ResetType GracefulShutdown, the power button):
+    the BMC accepts it at once and the node's OS shuts down afterwards."""
+    bmc = _bmc(node)
+    if not bmc:
+        raise AssertionError(f"{node} has no BMC in this lab")
+    _redfish_reset(bmc, "GracefulShutdown")
+
+
 def power_on(node: str) -> None:
     bmc = _bmc(node)
     if bmc:

@@ -231,7 +231,8 @@ def test_kubelet_role_retunes_the_real_kubelet_and_audit_reads_it(lab, real_work
     assert kubelet.get("nodeStatusUpdateFrequency") == "4s", kubelet
 
 
-def test_planned_shutdown_lets_the_kubelet_stop_pods_gracefully(lab, real_worker):
+@pytest.mark.parametrize("shutdown_by", ["systemctl poweroff", "BMC GracefulShutdown"])
+def test_planned_shutdown_lets_the_kubelet_stop_pods_gracefully(lab, real_worker, shutdown_by):
     shutdown = {"shutdownGracePeriod": "20s", "shutdownGracePeriodCriticalPods": "5s"}
     result = ansible_json(TUNE_PLAYBOOK, "-e", json.dumps({"tune_hosts": real_worker, "tune_settings": shutdown}))[0]
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]
@@ -247,7 +248,10 @@ def test_planned_shutdown_lets_the_kubelet_stop_pods_gracefully(lab, real_worker
     try:
         running_pod(lab, name, containers=1)
         boot_id = lab.core().read_node(real_worker).status.node_info.boot_id
-        node_exec(lab, real_worker, "systemctl", "poweroff", "--no-block")
+        if shutdown_by == "systemctl poweroff":
+            node_exec(lab, real_worker, "systemctl", "poweroff", "--no-block")
+        else:
+            lab.graceful_shutdown(real_worker)
         lab.wait_for(lambda: lab.container_state(real_worker) != "running", timeout=60, interval=0.5,
                      what=f"{real_worker} shut down")
         # What the kubelet posted on its way down: the node not ready because it shuts down ...
