@@ -86,7 +86,7 @@ def _median_range(values: list[float]) -> str:
 
 def heartbeat_lines(runs: list[dict], profile: str) -> list[str]:
     """How long before each power-off the kubelets had last renewed their Lease / posted their status: the real
-    kubelet (the victim) and the stand-ins (the lab's other workers, at the same moments)."""
+    kubelet (the victim, at its power-off) and the stand-ins (the lab's other workers, at the read just after it)."""
     mine = [r for r in runs if r["profile"] == profile and r.get("heartbeats_at_power_off")]
     if not mine:
         return []
@@ -100,7 +100,7 @@ def heartbeat_lines(runs: list[dict], profile: str) -> list[str]:
     lines = ["| kubelet | last Lease renewal before power-off (s) | last status heartbeat before power-off (s) |",
              "|---|---|---|"]
     for kind, label in ((results_module.REAL_KUBELET, "real (the victim)"),
-                        (results_module.STAND_IN, "stand-in (the other workers, same moments)")):
+                        (results_module.STAND_IN, "stand-in (the other workers, at the same read)")):
         if kind in ages:
             lines.append(f"| {label} | {_median_range(ages[kind].get('lease_s', []))} "
                          f"| {_median_range(ages[kind].get('status_s', []))} |")

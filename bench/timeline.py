@@ -22,7 +22,7 @@ real-kubelet worker of a lab brought up with NODEGUARD_LAB_REAL_KUBELET=1): befo
 workers are cordoned and a db pod and a web pod are deleted as needed, so that their replacements start
 there, as the real-kubelet lab tests place the db pod. Each run records which kind of kubelet its victim
 ran (victim_kubelet: real or stand-in) and how old its last Lease renewal and last status heartbeat were
-at the power-off (what the NotReady time counts down from).
+at the power-off (what the NotReady time counts down from), and the other workers' at the same read.
 
 The event-led profiles (power-event) have one kind of run, event-led: the lab's Redfish BMC is
 subscribed (EventService) to a real ansible-rulebook running extensions/eda/rulebooks/power-events.yml
@@ -184,22 +184,25 @@ def kubelet_kind(victim: str) -> str:
 
 
 def heartbeat_ages(core, victim: str, power_off_wall: float) -> dict:
-    """How long before the power-off each worker's kubelet last renewed its Lease and last posted its status (the
-    Ready condition's lastHeartbeatTime, whole seconds). The node lifecycle controller's grace period counts from
-    the later of the two, so the victim's explain much of a run's time to NotReady; the other workers' are samples
-    of their kubelets' rhythm at the same moment. Read once the victim is off."""
-    def age(stamp) -> float | None:
-        return None if stamp is None else round(power_off_wall - stamp.timestamp(), 2)
-
+    """How long before the power-off the victim's kubelet last renewed its Lease and last posted its status (the
+    Ready condition's lastHeartbeatTime, whole seconds): the node lifecycle controller's grace period counts from
+    the later of the two, so they explain much of a run's time to NotReady. The other workers' ages are taken at
+    the moment of the read (their kubelets run on): samples of their rhythm beside the victim's. Read once the
+    victim is off."""
     leases = client.CoordinationV1Api(lablib.api_client()).list_namespaced_lease("kube-node-lease").items
+    nodes = core.list_node().items
+    read_wall = time.time()
     renewed = {lease.metadata.name: lease.spec.renew_time for lease in leases}
     ages, workers = {}, set(lablib.worker_names())
-    for node in core.list_node().items:
+    for node in nodes:
         name = node.metadata.name
         if name in workers:
+            at = power_off_wall if name == victim else read_wall
             ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
-            ages[name] = {"lease_s": age(renewed.get(name)), "status_s": age(ready.last_heartbeat_time if ready else None)}
-    return {"lease_renewed_before_power_off": ages[victim]["lease_s"], "heartbeats_at_power_off": ages}
+            stamps = {"lease_s": renewed.get(name), "status_s": ready.last_heartbeat_time if ready else None}
+            ages[name] = {field: None if stamp is None else round(at - stamp.timestamp(), 2) for field, stamp in stamps.items()}
+    return {"lease_renewed_before_power_off": ages[victim]["lease_s"], "heartbeats_at_power_off": ages,
+            "heartbeats_read_after_power_off_s": round(read_wall - power_off_wall, 2)}
 
 
 def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: list, taint_seen: dict) -> list[Watcher]:

@@ -84,7 +84,7 @@ def test_the_comparison_puts_the_rows_side_by_side_and_the_main_table_keeps_the_
     assert "| `deployment_replaced` | not measured | 30 (29-33, n=5) | — |" in lines
     assert "`not_ready` (later on the real kubelet by 5 s)" in text
     assert "| real (the victim) | 9 (9-9, n=1) | 1 (1-1, n=1) |" in lines
-    assert "| stand-in (the other workers, same moments) | 2 (2-2, n=1) | 30 (30-30, n=1) |" in lines
+    assert "| stand-in (the other workers, at the same read) | 2 (2-2, n=1) | 30 (30-30, n=1) |" in lines
     table = report.timeline_table(results)
     assert table[0] == "| metric | fast |" and "| `not_ready` | 4 (3-5, n=5) |" in table
     assert "| `deployment_replaced` | not measured |" in table  # the real-kubelet row is not in the main table
