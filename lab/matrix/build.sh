@@ -15,7 +15,8 @@
 # to move for the Go we build with or that the module proxy no longer serves; docs/version-matrix.md
 # says why), and
 # lab/matrix/go/<version>/gotoolchain the Go release to build with (GOTOOLCHAIN, fetched from the
-# module proxy) when today's Go cannot build that version.
+# module proxy) when today's Go cannot build that version, and lab/matrix/go/<version>/commands the
+# commands to build when not all three can be (its comment lines say why).
 #
 # Binaries are cached outside the repo, keyed by version, built atomically (a killed build leaves
 # no binary): ~/.cache/nodeguard/matrix/<version>/bin/
@@ -26,6 +27,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 module_dir="$here/go/$version"
 bin="${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}/matrix/$version/bin"
 commands=(kube-apiserver kube-controller-manager kubelet)
+if [ -f "$module_dir/commands" ]; then
+  read -r -a commands < <(grep -v '^#' "$module_dir/commands")
+fi
 
 all_built() {
   local cmd
@@ -115,4 +119,4 @@ for cmd in "${commands[@]}"; do
   mv "$bin/$cmd.tmp" "$bin/$cmd"
   echo "built $bin/$cmd in $(( $(date +%s) - started )) s"
 done
-"$bin/kube-apiserver" --version
+"$bin/${commands[0]}" --version

@@ -115,9 +115,10 @@ def control_checks() -> list:
     ]
 
 
-def checks_for(version_text: str) -> list:
-    """Every check for one version: rendered profiles first, then refusals and controls."""
-    return rendered_checks(version_text) + refused_checks(version_text) + control_checks()
+def checks_for(version_text: str, components=COMPONENTS) -> list:
+    """Every check of these components for one version: rendered profiles first, then refusals and controls."""
+    every = rendered_checks(version_text) + refused_checks(version_text) + control_checks()
+    return [check for check in every if check.component in components]
 
 
 def kubelet_config(base_text: str, settings: dict) -> str:
