@@ -11,9 +11,14 @@ export ANSIBLE_CONFIG="$repo/ansible.cfg"   # finds the collection through .buil
 
 out=$(mktemp -d -t nodeguard-docs.XXXXXX)
 trap 'rm -rf "$out"' EXIT
-# --fail-on-error: a documentation that does not parse is an error, not an error page.
-antsibull-docs collection --use-current --squash-hierarchy --output-format simplified-rst \
-  --no-add-antsibull-docs-version --fail-on-error --dest-dir "$out" nodeguard.failover >/dev/null
+# --fail-on-error: a documentation that does not parse is an error, not an error page. antsibull-docs
+# prints its errors on stdout: show them when it fails, keep quiet when it does not.
+if ! log=$(antsibull-docs collection --use-current --squash-hierarchy --output-format simplified-rst \
+  --no-add-antsibull-docs-version --fail-on-error --dest-dir "$out" nodeguard.failover 2>&1); then
+  echo "$log" >&2
+  echo "render-docs: antsibull-docs failed (above)" >&2
+  exit 1
+fi
 
 if [ "${1:-}" = "--check" ]; then
   diff -ru docs/modules "$out" && echo "render-docs: docs/modules is up to date" && exit 0
