@@ -1,13 +1,14 @@
-#!/usr/bin/env python3
 """The version matrix (make lab-matrix): start real binaries with what the model renders.
 
-For every Kubernetes version whose kube-apiserver, kube-controller-manager and kubelet are built
-(lab/matrix/build.sh into ~/.cache/nodeguard/matrix/<version>/bin, plus the lab's own v1.35 build),
-run every check of lab/matrix/plan.py against the binary and record what it did:
+For every Kubernetes version whose kube-controller-manager and kubelet are built (lab/matrix/build.sh
+into ~/.cache/nodeguard/matrix/<version>/bin, plus the lab's own v1.35 build), and its kube-apiserver
+where that can be built (from v1.24), run every check of lab/matrix/plan.py against the binary and
+record what it did:
 
   kube-apiserver           own etcd + PKI + base flags + the check's flags; accepted = /healthz "ok"
-  kube-controller-manager  against a base kube-apiserver of the same version; accepted = /healthz "ok"
-                           on its secure port and still running 3 s later
+  kube-controller-manager  against a base kube-apiserver of the same version (the oldest one built when
+                           the version has none); accepted = /healthz "ok" on its secure port and
+                           still running 3 s later
   kubelet                  base KubeletConfiguration + the check's fields, no container runtime;
                            accepted/rejected as lab/matrix/signals.py reads its output
 
@@ -16,7 +17,7 @@ listens on 127.0.0.1 only, on ports the lab does not use, with timeouts; every p
 also on failure or Ctrl-C. Writes docs/version-matrix.json and the table in docs/version-matrix.md; exits 1
 when any check failed (a setting the model renders that a binary rejects, or a refused one it accepts).
 
-    lab/matrix/run.py [--versions v1.31.0 v1.35.4]
+    .venv/bin/python lab/matrix/run.py [--versions v1.31.0 v1.35.4] [--etcd PATH]
 """
 
 from __future__ import annotations
