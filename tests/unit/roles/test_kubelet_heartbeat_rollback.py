@@ -39,8 +39,8 @@ def test_changed_files_come_back_from_their_backups_and_new_files_are_removed(re
         _kubelet_heartbeat_config_edit={"changed": True, "path": "/var/lib/kubelet/config.yaml",
                                         "backup_file": "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"},
         _kubelet_heartbeat_dropin_edit=SKIPPED, _kubelet_heartbeat_rancher_edit=SKIPPED,
-        # copy: a new drop-in has no backup_file and reports dest, not path.
-        _kubelet_heartbeat_env_edit={"changed": True, "dest": DROPIN})
+        # copy: a new drop-in has no backup_file, and in check mode its result does not name the file.
+        _kubelet_heartbeat_env_edit={"changed": True, "diff": {"after": "[Service]"}, "failed": False})
     assert plan == {
         "restore": [{"path": "/var/lib/kubelet/config.yaml", "backup_file": "/var/lib/kubelet/config.yaml.1.2026-11-23@12:00:00~"}],
         "remove": [DROPIN],
