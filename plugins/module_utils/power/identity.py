@@ -157,10 +157,7 @@ def read_once(reading):
 
 
 def off_confirm_seconds(reader) -> float:
-    """The mapping's off_confirm_seconds; at least 1: two readings at the same moment prove nothing more than one.
-    0 for a statement (is_statement), which is read once."""
-    if is_statement(reader):
-        return 0.0
+    """The mapping's off_confirm_seconds; at least 1: two readings at the same moment prove nothing more than one."""
     value = (getattr(reader, "config", None) or {}).get("off_confirm_seconds")
     return max(1.0, float(DEFAULT_OFF_CONFIRM_SECONDS if value is None else value))
 
