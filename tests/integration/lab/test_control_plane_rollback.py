@@ -20,18 +20,24 @@ REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO / "tests" / "integration" / "lab" / "control_plane_flags_rollback.yml"
 
 
+def run_role(lab, *extra_vars):
+    """The rollback playbook on the lab's ng-cp1: its exit code and output."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
+    arguments = [item for extra in extra_vars for item in ("-e", extra)]
+    result = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"), str(PLAYBOOK),
+         *arguments],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
 @pytest.mark.changes_control_plane
 def test_broken_flag_is_rolled_back_by_the_role(lab):
     before = lab.read_manifest(KCM)
     flags_before = lab.component_flags(KCM)
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
-    result = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lab.STATE / "inventory.yml"), str(PLAYBOOK),
-         "-e", "broken_grace_period=not-a-duration"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
+    returncode, output = run_role(lab, "broken_grace_period=not-a-duration")
 
-    output = result.stdout + result.stderr
-    assert result.returncode != 0, output
+    assert returncode != 0, output
     assert "failed and were rolled back" in output, output
     assert "kube-controller-manager.yaml" in output, output
     # The component's own words, not only "Connection refused".
@@ -45,3 +51,17 @@ def test_broken_flag_is_rolled_back_by_the_role(lab):
     assert lab.lease_holder(KCM)
     assert lab.component_flags(KCM) == flags_before
     assert not any("not-a-duration" in flag for flag in lab.component_flags(KCM))
+
+
+def test_a_change_that_fails_before_any_file_is_changed_is_not_called_a_rollback(lab):
+    """The manifest cannot be read (a wrong directory): nothing changed, so nothing is restored or
+    waited for, and the run says so instead of reporting a rollback and a detection outage."""
+    before = lab.read_manifest(KCM)
+    returncode, output = run_role(lab, "broken_grace_period=40s", "control_plane_flags_manifest_dir=/nonexistent")
+
+    assert returncode != 0, output
+    assert "failed before any file was changed (nothing to roll back): kube-controller-manager:" in output, output
+    assert "/nonexistent/kube-controller-manager.yaml" in output, output
+    assert "rolled back" not in output, output
+    assert "Node-failure detection was down" not in output, output
+    assert lab.read_manifest(KCM) == before
