@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters over the failover profile model (plugins/module_utils/model): profile, timeline, table, applied profile;
-and what a role puts back after a failed change (module_utils/files.py)."""
+what a role puts back after a failed change (module_utils/files.py); which running processes carry a role's
+flags (renderers/flags.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.files import ro
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, risks
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags, kubelet
 
 
 def failover_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, overrides=None,
@@ -78,6 +79,13 @@ def failover_rollback_plan(edits, removed=None, removed_backup=""):
         raise AnsibleFilterError(str(error)) from error
 
 
+def failover_processes_with_flags(process_lines, wanted_flags, component="process"):
+    try:
+        return flags.processes_with_flags(process_lines, wanted_flags, str(component))
+    except FileEditError as error:
+        raise AnsibleFilterError(str(error)) from error
+
+
 def failover_applied_profile(profile, applied_at, detect_seconds=None, evict_seconds=None, overrides=None, previous=None):
     try:
         return applied.record(profile, collection_version(), applied_at, detect_seconds, evict_seconds, overrides,
@@ -117,4 +125,5 @@ class FilterModule:
             "failover_distribution": failover_distribution,
             "failover_audit_risks": failover_audit_risks,
             "failover_rollback_plan": failover_rollback_plan,
+            "failover_processes_with_flags": failover_processes_with_flags,
         }

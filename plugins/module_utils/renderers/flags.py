@@ -232,3 +232,21 @@ def apply_to_named_list(items, changes: list) -> None:
                 del items[i]
         else:
             items.append(yamldoc.new_mapping({"name": name, "value": value}))
+
+
+# ---------------------------------------------------------------- running processes
+
+
+def processes_with_flags(process_lines, flags: dict | None, where: str) -> list:
+    """The processes that run with ``flags``, from ``pgrep -a`` lines (``PID command args...``).
+
+    A process runs with them when ``plan`` finds nothing to change in its ``--name=value`` arguments:
+    every wanted value is there, a ``None`` flag is absent, feature gates given as a mapping are set
+    in its ``--feature-gates``. Returns each such process as its words, the PID first.
+    """
+    running = []
+    for line in process_lines or []:
+        words = str(line).split()
+        if len(words) > 1 and not plan(read_list(words[2:], "--"), flags, None, where):
+            running.append(words)
+    return running

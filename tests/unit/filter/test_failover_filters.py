@@ -124,3 +124,35 @@ def test_rollback_plan_restores_backups_removes_created_files_and_skips_the_rest
 def test_rollback_plan_refuses_a_removal_without_its_saved_copy(render):
     with pytest.raises(AnsibleError, match="no saved copy"):
         render("[] | nodeguard.failover.failover_rollback_plan(removed=removal)", removal={"changed": True, "path": "/etc/d.conf"})
+
+
+# -- failover_processes_with_flags -----------------------------------------------------------------------
+
+OLD_PROCESS = "4100 kube-controller-manager --leader-elect=true --node-monitor-grace-period=40s --feature-gates=A=true"
+NEW_PROCESS = ("4242 kube-controller-manager --leader-elect=true --node-monitor-grace-period=20s "
+               "--feature-gates=A=true,B=false --profiling")
+CONTROLLER_MANAGER_LINES = [OLD_PROCESS, NEW_PROCESS, "77"]  # a line without a command is no process
+
+
+@pytest.mark.parametrize(("wanted", "pids"), [
+    ({"node-monitor-grace-period": "20s"}, ["4242"]),
+    ({"node-monitor-grace-period": "40s"}, ["4100"]),
+    ({"leader-elect": True}, ["4100", "4242"]),  # true, as the file modules write it
+    ({"profiling": True}, ["4242"]),  # a bare --profiling is true
+    ({"node-monitor-grace-period": "20s", "feature-gates": {"B": False}}, ["4242"]),
+    ({"feature-gates": {"B": True}}, []),
+    ({"profiling": None}, ["4100"]),  # null: the flag must be absent
+    ({"node-monitor-grace-period": "20s", "pod-eviction-timeout": None}, ["4242"]),
+    ({"node-monitor-grace-period": 20}, []),
+])
+def test_processes_with_flags_keeps_the_processes_that_carry_them(render, wanted, pids):
+    running = render("lines | nodeguard.failover.failover_processes_with_flags(wanted)",
+                     lines=CONTROLLER_MANAGER_LINES, wanted=wanted)
+    assert [words[0] for words in running] == pids
+    assert all(words[1] == "kube-controller-manager" for words in running)
+
+
+def test_processes_with_flags_names_the_component_in_an_unreadable_flag(render):
+    with pytest.raises(AnsibleError, match="kube-controller-manager: give flag '--x' without leading dashes"):
+        render("lines | nodeguard.failover.failover_processes_with_flags({'--x': '1'}, 'kube-controller-manager')",
+               lines=CONTROLLER_MANAGER_LINES)
