@@ -277,7 +277,8 @@ def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, db
     refused = [output for output in outputs if "refused [lock-held]" in output]
     assert len(refused) == 1, "\n----\n".join(output[-3000:] for output in outputs)
     assert "locked by job " in refused[0] and " pid " in refused[0]
-    assert len(taint_events(lab, db_worker)) == 1, f"{len(taint_events(lab, db_worker))} taint Events for one incident"
+    events = taint_events(lab, db_worker)
+    assert len(events) == 1, f"{len(events)} taint Events for one incident"
     interrupted = record(lab, db_worker)
     assert interrupted is not None, "a taint without a record"
     assert interrupted["steps"]["taint"]["outcome"] == "tainted"
