@@ -80,16 +80,16 @@ detail:
   type: str
 identity:
   description:
-    - What the device reports about the machine it controls (Redfish C(UUID), IPMI system GUID, fence agent plug,
-      hook C(system_uuid)), or why it reports nothing.
+    - What the device reports about the machine it controls (Redfish C(UUID), IPMI system GUID, the UUID a fence
+      agent's C(list) reports for the plug, hook C(system_uuid)), or why it reports nothing.
   returned: always
   type: dict
   contains:
     kind:
-      description: V(system-uuid), V(plug), or V(none) when the device showed no identity.
+      description: V(system-uuid), or V(none) when the device showed no identity.
       type: str
     value:
-      description: The UUID or plug; empty for V(none).
+      description: The UUID; empty for V(none).
       type: str
     detail:
       description: What was read, or the error.

@@ -41,7 +41,6 @@ class Identity(NamedTuple):
     """What a power device says about the machine it controls.
 
     kind: "system-uuid" (value is the SMBIOS system UUID / IPMI system GUID the device reports),
-    "plug" (value is the fence agent plug configured for this node; the agent cannot report the machine),
     "attested-node" (value is the node an operator's attestation names).
     """
 

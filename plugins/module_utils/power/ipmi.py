@@ -30,6 +30,17 @@ SAFE_CIPHER_SUITES = (3, 8, 12, 17)
 _GUID = re.compile(r"GUID\s*:\s*([0-9a-fA-F-]{32,36})")
 
 
+def check_ipmi_cipher(cipher, what: str) -> None:
+    """Refuse a cipher suite that is not one of SAFE_CIPHER_SUITES (also for fence_ipmilan, fence_agent.py)."""
+    text = str(cipher).strip()
+    if not text.isdigit() or int(text) not in SAFE_CIPHER_SUITES:
+        shown = text if text.isdigit() else "that is not a number"
+        raise PowerError(
+            f"{what} {shown} refused: it lacks authentication, integrity or encryption "
+            f"(cipher 0 needs no password at all); use one of {', '.join(map(str, SAFE_CIPHER_SUITES))}"
+        )
+
+
 class IpmiReader:
     method = "ipmi"
 
@@ -40,12 +51,8 @@ class IpmiReader:
         interface = config.get("interface") or "lanplus"
         if interface != "lanplus":
             raise PowerError(f"ipmi interface {interface!r} refused: only lanplus (IPMI v2.0); v1.5 'lan' sessions can be forged and read")
-        cipher = config.get("cipher")
-        if cipher is not None and int(cipher) not in SAFE_CIPHER_SUITES:
-            raise PowerError(
-                f"ipmi cipher suite {cipher} refused: it lacks authentication, integrity or encryption "
-                f"(cipher 0 needs no password at all); use one of {', '.join(map(str, SAFE_CIPHER_SUITES))}"
-            )
+        if config.get("cipher") is not None:
+            check_ipmi_cipher(config["cipher"], "ipmi cipher suite")
         self.config = config
         self.timeout = float(config.get("timeout") or 10)
         self.run = run

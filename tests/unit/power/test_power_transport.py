@@ -167,6 +167,79 @@ def test_fence_ipmilan_cannot_be_downgraded(options, message):
         FenceAgentReader(dict(FENCE, agent="fence_ipmilan", agent_options=options))
 
 
+IPMILAN = {"agent": "fence_ipmilan", "address": "10.0.0.5", "username": "admin", "password": PASSWORD}
+
+
+@pytest.mark.parametrize("agent", ["fence_ipmilan", "/usr/sbin/fence_ipmilan", "fence_idrac", "fence_ilo4", "fence_imm"])
+@pytest.mark.parametrize(("config", "cipher"), [({}, None), ({"cipher": 17}, "17"), ({"agent_options": {"cipher": "3"}}, "3")])
+def test_fence_ipmilan_always_gets_lanplus_and_a_safe_cipher(agent, config, cipher):
+    """Issue 20 item 2: on 08a3975 fence_ipmilan ran with its defaults, IPMI v1.5 (-I lan) and any cipher."""
+    runner = Runner(2, "Status: OFF\n")
+    FenceAgentReader(dict(IPMILAN, agent=agent, **config), run=runner).status()
+    lines = runner.calls[0]["stdin"].splitlines()
+    assert "lanplus=1" in lines
+    assert [line for line in lines if line.startswith("cipher=")] == ([f"cipher={cipher}"] if cipher else [])
+
+
+@pytest.mark.parametrize("config", [{"cipher": 1}, {"agent_options": {"cipher": "2"}}, {"agent_options": {"cipher": "abc"}}])
+def test_fence_ipmilan_refuses_the_cipher_suites_the_ipmi_reader_refuses(config):
+    runner = Runner(2, "Status: OFF\n")
+    with pytest.raises(PowerError, match=r"fence_ipmilan cipher suite .*refused"):
+        FenceAgentReader(dict(IPMILAN, **config), run=runner)
+    assert runner.calls == []
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"agent": "fence_ipmilan", "agent_options": {"cipher": "3 chassis power cycle"}},
+        {"agent": "fence_ipmilan", "agent_options": {"privlvl": "administrator;reboot"}},
+        {"agent": "fence_ipmilan", "agent_options": {"hexadecimal_kg": "$(reboot)"}},
+        {"agent": "fence_ipmilan", "address": "10.0.0.5 -I lan"},
+        {"agent": "fence_ipmilan", "port": None, "agent_options": {"ipport": "623 -C 0"}},
+        {"agent": "fence_apc", "agent_options": {"plug": "12|13"}},
+        {"agent": "fence_redfish", "system_id": "1 x"},
+        {"agent": "fence_redfish", "username": "admin`id`"},
+    ],
+)
+def test_a_value_with_whitespace_or_shell_metacharacters_is_refused_before_any_agent_runs(changes):
+    """Issue 20 item 2: on 08a3975 cipher "3 chassis power cycle" reached fence_ipmilan's shlex-split ipmitool line."""
+    runner = Runner(2, "Status: OFF\n")
+    with pytest.raises(PowerError, match="whitespace or a shell metacharacter"):
+        FenceAgentReader(dict(FENCE, **changes), run=runner)
+    assert runner.calls == []
+
+
+def test_a_password_may_hold_any_character_and_travels_on_stdin_only():
+    password = "p a$s;w`o'r\"d|"
+    runner = Runner(2, "Status: OFF\n")
+    FenceAgentReader(dict(IPMILAN, password=password), run=runner).status()
+    [call] = runner.calls
+    assert call["argv"] == ["fence_ipmilan"]
+    assert f"password={password}" in call["stdin"].splitlines()
+    assert password not in json.dumps(call["env"])
+
+
+def test_no_program_gets_the_password_in_argv(tmp_path):
+    """Fence agents and hooks on stdin, ipmitool in IPMI_PASSWORD; never a command line (this held on 08a3975)."""
+    calls = []
+
+    def run(argv, stdin_text, env, timeout):
+        calls.append((argv, stdin_text, env))
+        return 0, json.dumps({"power": "on"}) if argv[0] == "hook" else "Status: ON\nChassis Power is on\n", ""
+
+    FenceAgentReader(FENCE, run=run).status()
+    FenceAgentReader(IPMILAN, run=run).status()
+    IpmiReader({"address": "10.0.0.5", "password": PASSWORD}, run=run).status()
+    CommandReader({"command": ["hook"], "password": PASSWORD}, "w3", run=run).status()
+    assert len(calls) == 4
+    assert not [argv for argv, _stdin, _env in calls if PASSWORD in " ".join(argv)]
+    fence_redfish, fence_ipmilan, ipmitool, hook = calls
+    assert f"password={PASSWORD}" in fence_redfish[1] and f"password={PASSWORD}" in fence_ipmilan[1]
+    assert ipmitool[2]["IPMI_PASSWORD"] == PASSWORD and PASSWORD not in ipmitool[1]
+    assert json.loads(hook[1])["password"] == PASSWORD and PASSWORD not in json.dumps(hook[2])
+
+
 def test_password_with_a_newline_is_refused():
     with pytest.raises(PowerError, match="single line"):
         FenceAgentReader(dict(FENCE, password="x\naction=reboot"))
