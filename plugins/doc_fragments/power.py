@@ -119,6 +119,9 @@ options:
             identity comes only from a UUID the agent's C(list) action reports for it.
           - Cannot set C(action) (or its old name C(option)), C(cipher=0) or C(lanplus=0); keys and values must be single lines,
             values without whitespace or shell metacharacters (except C(password) and C(passwd)). Not logged.
+          - The values of secret-like keys (containing C(pass), C(pwd), C(token), C(key), C(secret), C(credential),
+            C(community), or C(kg) as a word) are masked like the password in everything an agent or hook says,
+            before it becomes a detail or message (record, Events, history). Switch values (C(0), C(1), C(true), ...) are not masked.
         type: dict
         default: {}
       command:

@@ -38,6 +38,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.base impo
     redact,
     run_process,
     scrubbed_env,
+    secret_values,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import is_uuid
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.ipmi import check_ipmi_cipher
@@ -161,7 +162,7 @@ class FenceAgentReader:
         if self.config.get("ca_cert"):
             extra["REQUESTS_CA_BUNDLE"] = self.config["ca_cert"]  # fence_redfish verifies through requests
         rc, out, err = self.run([self.agent], stdin_text, scrubbed_env(extra), self.timeout)
-        secrets = (self.config.get("password"),)
+        secrets = secret_values(self.config)  # an agent that echoes its password or token shows it nowhere
         return rc, redact(out, secrets), redact(err, secrets)
 
     def status(self) -> PowerReading:

@@ -23,6 +23,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.base impo
     redact,
     run_process,
     scrubbed_env,
+    secret_values,
 )
 
 # RAKP-HMAC-SHA1/MD5/SHA256 with an integrity algorithm and AES-CBC-128 confidentiality.
@@ -69,7 +70,7 @@ class IpmiReader:
         rc, out, err = self.run(argv + list(command), "", env, self.timeout * 2 + 5)
         if rc != 0:
             message = last_line(err) or last_line(out) or f"exit code {rc}"
-            raise PowerError(redact(f"ipmitool {c['address']}: {message}", (c.get("password"),)))
+            raise PowerError(redact(f"ipmitool {c['address']}: {message}", secret_values(c)))
         return out
 
     def identify(self) -> Identity:
@@ -81,7 +82,7 @@ class IpmiReader:
         return Identity("system-uuid", found.group(1), f"ipmi {self.config['address']} system GUID {found.group(1)}")
 
     def status(self) -> PowerReading:
-        line = redact(last_line(self._ipmitool("chassis", "power", "status")), (self.config.get("password"),))
+        line = redact(last_line(self._ipmitool("chassis", "power", "status")), secret_values(self.config))
         lowered = line.lower()
         state = OFF if lowered.endswith(" off") else ON if lowered.endswith(" on") else UNKNOWN
         return PowerReading(state, self.method, f"{self.config['address']}: {line}")

@@ -330,3 +330,78 @@ def test_password_never_appears_in_any_detail_or_error(tmp_path, servers):
         collect(lambda config=config: reader_for(config, "w3", allow_manual=True))
     assert len(shown) == 11
     assert not [text for text in shown if PASSWORD in text], shown
+
+
+# -- secret-like agent_options values are masked like the password (issue 20 item 8) -------------------
+
+TOKEN = "tok-3f9a1c77e2-never-shown"
+SECRET_OPTIONS = {
+    "api_token": TOKEN,
+    "passwd": "pw-in-options-4711",
+    "hexadecimal_kg": "8a6b1c2d3e4f",
+    "snmp_priv_passwd": "priv-pass-0815",
+    "community": "snmp-community-42",
+    "secret_key": "sk-aws-like-value",
+    "credential": "cred-value-9",
+    "use_token": "1",  # a switch, not a secret: not masked (it would mask every "1")
+    "plug": "w3-vm",
+}
+SECRETS = [value for key, value in SECRET_OPTIONS.items() if key not in ("use_token", "plug")]
+
+TOKEN_HOOK = r"""
+import json, sys
+request = json.load(sys.stdin)
+said = " ".join(str(v) for v in request["options"].values())
+if request["action"] == "off":
+    sys.stderr.write("cloud refused, sent " + said + "\n")
+    sys.exit(1)
+print(json.dumps({"power": "off", "detail": "called with " + said, "system_uuid": "4c4c4544-0042-3510-8052-b7c04f4e3232"}))
+"""
+
+
+def test_secret_like_agent_options_are_masked_in_every_detail_and_error(tmp_path):
+    """On 08a3975 only the password was masked: a hook or agent that echoed its token put it in the proof
+    details, which node_outage writes to the annotation, the Events and the history."""
+    from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, verify_identity
+
+    echoed = " ".join(SECRET_OPTIONS.values())
+    shown = []
+
+    def collect(action):
+        try:
+            shown.append(repr(action()))
+        except PowerError as e:
+            shown.append(str(e))
+
+    fence = dict(FENCE, agent="fence_vmware_soap", system_id=None, agent_options=SECRET_OPTIONS)
+    collect(lambda: FenceAgentReader(fence, run=Runner(2, f"Status: OFF {echoed}\n")).status())
+    collect(lambda: FenceAgentReader(fence, run=Runner(1, "", f"Failed: login with {echoed}")).status())
+    collect(lambda: FenceAgentReader(fence, run=Runner(1, f"Failed: {echoed}\n")).power_off())
+    collect(lambda: FenceAgentReader(fence, run=Runner(0, f"w3-vm,{echoed}\n")).identify())
+    script = tmp_path / "hook.py"
+    script.write_text(TOKEN_HOOK)
+    hook = CommandReader({"command": [sys.executable, str(script)], "agent_options": SECRET_OPTIONS}, "w3")
+    collect(hook.status)
+    collect(hook.power_off)
+    node = {"metadata": {"name": "w3"}, "status": {"nodeInfo": {"systemUUID": "4c4c4544-0042-3510-8052-b7c04f4e3232"}}}
+    collect(lambda: verify_identity(hook, node))
+
+    class Clock:
+        def sleep(self, seconds):
+            pass
+
+    collect(lambda: confirm_off(hook, node, Clock(), interval=1))
+    assert len(shown) == 8
+    leaks = [(secret, text) for text in shown for secret in SECRETS if secret in text]
+    assert not leaks, leaks
+    assert "1" in shown[0]  # the switch value is left alone
+
+
+def test_secret_like_keys():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import is_secret_key, secret_values
+
+    for key in ("password", "passwd", "api_token", "apikey", "secret", "credentials", "community", "hexadecimal_kg", "ssh_passphrase"):
+        assert is_secret_key(key), key
+    for key in ("plug", "ipport", "lanplus", "cipher", "privlvl", "ssl_insecure", "method", "auth", "power_timeout"):
+        assert not is_secret_key(key), key
+    assert secret_values({"password": "p", "agent_options": {"token": "t", "use_token": "yes", "plug": "7"}}) == ("p", "t")
