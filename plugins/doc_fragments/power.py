@@ -19,10 +19,11 @@ options:
         machine. V(redfish) compares the ComputerSystem C(UUID), V(ipmi) the system GUID (C(Get System GUID)),
         V(command) the C(system_uuid) the hook returns, each with the Node's C(status.nodeInfo.systemUUID). A UUID
         also matches with its first three fields byte-swapped (SMBIOS 2.6+ stores them little-endian and firmware
-        disagrees on how to print them); nothing else is tolerated. V(fence_agent) needs an explicit plug for
-        the node (C(agent_options.plug), or O(power.system_id) for fence_redfish); a plug that is a UUID is
-        compared like the others. V(manual) must name the node. A device that reports another machine is always
-        refused. Where identity cannot be shown, see O(power.identity_unverifiable_reason).
+        disagrees on how to print them); nothing else is tolerated. V(fence_agent) shows identity only when its
+        C(list) action reports a UUID on the line of the node's plug (C(agent_options.plug)), as fence_vmware_soap
+        and fence_xenapi do. A plug, port or O(power.system_id) (C(System.Embedded.1), C(1), C(Self), the same on
+        every BMC of a vendor) is an address, not an identity. V(manual) must name the node. A device that reports
+        another machine is always refused. Where identity cannot be shown, see O(power.identity_unverifiable_reason).
       - B(Redfish client.) The collection speaks Redfish itself (three resources, the Systems collection, one
         ComputerSystem, its Reset action) instead of using OpenStack's C(sushy). sushy would be a dependency of
         every controller and execution environment, it cannot be imported by module_utils without it, and the
@@ -38,7 +39,12 @@ options:
             any other origin is refused, and redirects are not followed.
           - V(ipmi) runs C(ipmitool chassis power status) and C(ipmitool mc guid) over IPMI v2.0 (C(lanplus));
             the password goes through E(IPMI_PASSWORD), not argv.
-          - V(fence_agent) runs a ClusterLabs fence agent (O(power.agent)) with its options on stdin.
+          - V(fence_agent) runs a ClusterLabs fence agent (O(power.agent)) with its options, the password among them,
+            on stdin (never in argv). No option value may contain whitespace or a shell metacharacter (the password
+            excepted), because agents such as fence_ipmilan paste values into a command line. fence_ipmilan (and its aliases
+            fence_ipmilanplus, fence_idrac, fence_ilo3, fence_ilo4, fence_ilo5, fence_imm) always gets C(lanplus=1)
+            and only the cipher suites V(ipmi) accepts; its own defaults are IPMI v1.5 and any cipher. It still hands
+            the password to ipmitool with C(-P), so V(ipmi) is preferred.
           - V(command) runs a hook program for clouds and custom sources; the contract is in
             C(docs/runbooks/node-outage.md).
           - V(manual) is an operator's attestation; it needs O(allow_manual_attestation) and O(power.attestation).
@@ -97,8 +103,9 @@ options:
         choices: [lanplus]
       cipher:
         description:
-          - ipmitool cipher suite id (C(-C)). Only suites with authentication, integrity and AES encryption
-            are accepted (V(3), V(8), V(12), V(17)); cipher suite 0 needs no password at all. Unset, ipmitool chooses.
+          - ipmitool cipher suite id (C(-C)), for V(ipmi) and fence_ipmilan. Only suites with authentication, integrity
+            and AES encryption are accepted (V(3), V(8), V(12), V(17)), also as C(agent_options.cipher); cipher suite 0
+            needs no password at all. Unset, ipmitool chooses.
         type: int
       agent:
         description:
@@ -108,9 +115,13 @@ options:
       agent_options:
         description:
           - Extra C(key=value) options for the fence agent (its stdin names), or the C(options) object passed to a V(command) hook.
-          - Set C(plug) here for fence agents that control several machines (PDUs, fence_redfish without O(power.system_id));
-            it is the node's identity.
-          - Cannot set C(action) (or its old name C(option)), C(cipher=0) or C(lanplus=0); keys and values must be single lines. Not logged.
+          - Set C(plug) here for fence agents that control several machines (PDUs, hypervisors). The plug is an address;
+            identity comes only from a UUID the agent's C(list) action reports for it.
+          - Cannot set C(action) (or its old name C(option)), C(cipher=0) or C(lanplus=0); keys and values must be single lines,
+            values without whitespace or shell metacharacters (except C(password) and C(passwd)). Not logged.
+          - The values of secret-like keys (containing C(pass), C(pwd), C(token), C(key), C(secret), C(credential),
+            C(community), or C(kg) as a word) are masked like the password in everything an agent or hook says,
+            before it becomes a detail or message (record, Events, history). Switch values (C(0), C(1), C(true), ...) are not masked.
         type: dict
         default: {}
       command:
@@ -135,7 +146,8 @@ options:
       identity_unverifiable_reason:
         description:
           - The per-node opt-out of the identity check, for a device that cannot show which machine it controls
-            (a fence agent without plugs such as fence_ipmilan, a BMC without UUID, a hook without C(system_uuid)).
+            (a fence agent that reports no UUID, such as fence_ipmilan or fence_redfish, a BMC without UUID, a hook without
+            C(system_uuid)).
           - Say why, for example V(fence_ipmilan on a BMC dedicated to this host, cabling checked 2026-11-01).
             The reading is then accepted without identity and the reason is recorded with the proof.
           - It costs the protection against a wrong mapping; set it only in that node's own mapping, never in a shared default.

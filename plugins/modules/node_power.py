@@ -80,16 +80,16 @@ detail:
   type: str
 identity:
   description:
-    - What the device reports about the machine it controls (Redfish C(UUID), IPMI system GUID, fence agent plug,
-      hook C(system_uuid)), or why it reports nothing.
+    - What the device reports about the machine it controls (Redfish C(UUID), IPMI system GUID, the UUID a fence
+      agent's C(list) reports for the plug, hook C(system_uuid)), or why it reports nothing.
   returned: always
   type: dict
   contains:
     kind:
-      description: V(system-uuid), V(plug), or V(none) when the device showed no identity.
+      description: V(system-uuid), or V(none) when the device showed no identity.
       type: str
     value:
-      description: The UUID or plug; empty for V(none).
+      description: The UUID; empty for V(none).
       type: str
     detail:
       description: What was read, or the error.
@@ -105,6 +105,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.args import POWER_ARGUMENT_SPEC
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.backends import BY_NAME, POLLABLE_TYPES, listed
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off, set_power
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers import reader_for
 
@@ -121,8 +122,8 @@ def main():
     module = AnsibleModule(argument_spec=dict(POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
     try:
-        if p["power"]["type"] == "manual":
-            raise PowerError("node_power reads real power sources only; manual attestation belongs to node_outage")
+        if not BY_NAME[p["power"]["type"]].pollable:
+            raise PowerError(f"node_power reads real power sources only ({listed(POLLABLE_TYPES)}); manual attestation belongs to node_outage")
         reader = reader_for(p["power"], p["node"])
         reading = reader.status()
         try:

@@ -8,7 +8,7 @@ The keys match the lab inventory's ``bmc`` host variable, so ``power: "{{ hostva
 
 from __future__ import annotations
 
-POWER_TYPES = ("redfish", "ipmi", "fence_agent", "command", "manual")
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.backends import POWER_TYPES
 
 POWER_SUBOPTIONS = {
     "type": {"type": "str", "required": True, "choices": list(POWER_TYPES)},

@@ -11,6 +11,7 @@ Whether a reading belongs to the node is decided in identity.py, never here.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -41,7 +42,6 @@ class Identity(NamedTuple):
     """What a power device says about the machine it controls.
 
     kind: "system-uuid" (value is the SMBIOS system UUID / IPMI system GUID the device reports),
-    "plug" (value is the fence agent plug configured for this node; the agent cannot report the machine),
     "attested-node" (value is the node an operator's attestation names).
     """
 
@@ -61,6 +61,27 @@ def scrubbed_env(extra: dict | None = None) -> dict:
     env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
     env.update(extra or {})
     return env
+
+
+# agent_options keys whose values are secrets: password, passwd, passphrase, token, api_key, secret, credential,
+# an SNMP community, IPMI's K_g (hexadecimal_kg).
+_SECRET_KEY = re.compile(r"pass|pwd|token|key|secret|credential|community|(^|[_-])kg($|[_-])", re.IGNORECASE)
+# Switch values are not secrets even under a secret-like key (use_token: "1"), and masking them would mask
+# every "1" in a message.
+_NOT_SECRET_VALUES = ("", "0", "1", "true", "false", "yes", "no", "on", "off")
+
+
+def is_secret_key(key: str) -> bool:
+    """True for an ``agent_options`` key whose value is a secret (see _SECRET_KEY)."""
+    return bool(_SECRET_KEY.search(str(key)))
+
+
+def secret_values(config: dict) -> tuple:
+    """Every secret of a ``power`` mapping, for redact(): the password and the secret-like agent_options values."""
+    options = (config or {}).get("agent_options") or {}
+    found = [(config or {}).get("password")]
+    found += [str(value) for key, value in options.items() if is_secret_key(key) and str(value).strip().lower() not in _NOT_SECRET_VALUES]
+    return tuple(value for value in found if value)
 
 
 def redact(text: str, secrets: tuple) -> str:

@@ -11,6 +11,7 @@ Contract (docs/runbooks/node-outage.md, "Cloud and custom power methods"):
   compared with the Node's systemUUID (identity.py); a hook that cannot report one needs the node's
   identity_unverifiable_reason;
 - any other exit code is an error, its last stderr line is shown;
+- the password and every secret-like ``options`` value (base.secret_values) are masked in whatever it says;
 - it runs with a scrubbed environment (INHERITED_ENVIRONMENT in base.py), nothing else of ours.
 """
 
@@ -30,6 +31,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.base impo
     redact,
     run_process,
     scrubbed_env,
+    secret_values,
 )
 
 
@@ -60,7 +62,7 @@ class CommandReader:
         rc, out, err = self.run(self.argv, json.dumps(request), scrubbed_env(), self.timeout)
         if rc != 0:
             message = last_line(err) or last_line(out)
-            raise PowerError(redact(f"{self.argv[0]} {action} failed (exit {rc}): {message}", (c.get("password"),)))
+            raise PowerError(redact(f"{self.argv[0]} {action} failed (exit {rc}): {message}", secret_values(c)))
         try:
             answer = json.loads(out)
         except ValueError:
@@ -73,11 +75,11 @@ class CommandReader:
         answer = self._call("status")
         raw = str(answer.get("power", "")).lower()
         state = raw if raw in (ON, OFF) else UNKNOWN
-        detail = redact(answer.get("detail") or raw, (self.config.get("password"),))
+        detail = redact(answer.get("detail") or raw, secret_values(self.config))
         return PowerReading(state, self.method, f"{self.argv[0]}: {detail}")
 
     def identify(self) -> Identity:
-        reported = str(self._call("status").get("system_uuid") or "").strip()
+        reported = redact(str(self._call("status").get("system_uuid") or "").strip(), secret_values(self.config))
         if not reported:
             raise PowerError(f"{self.argv[0]} reports no system_uuid for {self.node}")
         return Identity("system-uuid", reported, f"{self.argv[0]} system_uuid {reported}")

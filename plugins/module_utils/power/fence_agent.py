@@ -3,19 +3,28 @@
 """A ClusterLabs fence agent (fence_redfish, fence_ipmilan, ...), the agents Pacemaker and medik8s run.
 
 Options go to the agent on stdin as key=value lines (the agents' stonith interface), so the password
-never appears in the process list. ``status`` exits 0 for ON and 2 for OFF; 2 also means "bad
+never appears in the agent's argv. ``status`` exits 0 for ON and 2 for OFF; 2 also means "bad
 arguments", so OFF is only believed together with the agent's "Status: OFF" line.
 
-The action is ours alone: ``agent_options`` cannot set ``action`` (or its old name ``option``), and no
-key or value may contain a line break (it would add options of its own). The agent runs with a scrubbed
-environment: INHERITED_ENVIRONMENT plus REQUESTS_CA_BUNDLE when ca_cert is set.
-Identity: the plug of this node (``agent_options.plug``, or ``system_id`` for fence_redfish); the agents
-cannot report which machine a plug is, so without a plug nothing shows the device is this node's.
+Held to the standard of the native readers (redfish.py, ipmi.py):
+- The action is ours alone: ``agent_options`` cannot set ``action`` (or its old name ``option``).
+- No value the agent gets may contain whitespace or a shell metacharacter, the password excepted:
+  several agents paste values into a command line (fence_ipmilan: ``-C <cipher>`` in an ipmitool line
+  split by shlex), so ``cipher: "3 chassis power cycle"`` would add a command of its own.
+- The IPMI agents (fence_ipmilan and its aliases) always get ``lanplus=1`` (IPMI v2.0) and only a cipher
+  suite that ipmi.py accepts; their own defaults are IPMI v1.5 (``-I lan``) and any cipher.
+- Identity: a plug, port or ``system_id`` is an address (``System.Embedded.1``, ``1``, ``Self`` are the same
+  on every BMC of a vendor), not an identity. A fence agent shows which machine a plug is only when its
+  ``list`` action reports a UUID on the plug's line (``plug,alias``: fence_vmware_soap prints
+  ``name,<BIOS UUID>``, fence_xenapi ``<uuid>,name``, fence_vbox ``name,<uuid>``). Without that the node's
+  mapping needs ``identity_unverifiable_reason`` (identity.py).
+The agent runs with a scrubbed environment: INHERITED_ENVIRONMENT plus REQUESTS_CA_BUNDLE when ca_cert is set.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from urllib.parse import urlsplit
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import (
@@ -29,12 +38,25 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.base impo
     redact,
     run_process,
     scrubbed_env,
+    secret_values,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import is_uuid
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.ipmi import check_ipmi_cipher
 
 _SAFE_AGENT = "fence_"
 _RESERVED_OPTIONS = ("action", "option")  # "option" is the agents' old name for action
 _PLUG_OPTIONS = ("plug", "port")  # "port" is the agents' old name for plug (ipport is the TCP port)
+# fence_ipmilan and the names it is installed under (fence-agents ships them as copies or links).
+IPMI_AGENTS = ("fence_ipmilan", "fence_ipmilanplus", "fence_idrac", "fence_ilo3", "fence_ilo4", "fence_ilo5", "fence_imm")
+# Whitespace and what a shell or shlex gives a meaning: quotes, escapes, separators, expansions, redirections.
+_UNSAFE_VALUE = re.compile(r"[\s'\"\\`$;&|<>(){}\[\]*?!#~\x00-\x1f\x7f]")
+# Only the password travels quoted by every agent (fence_ipmilan shell-quotes it; the others send it in a
+# request or a login prompt), and passwords legitimately contain any character.
+_PASSWORD_OPTIONS = ("password", "passwd")
+
+
+def _is_ipmi_agent(agent: str) -> bool:
+    return os.path.basename(agent) in IPMI_AGENTS
 
 
 class FenceAgentReader:
@@ -60,22 +82,37 @@ class FenceAgentReader:
         self.config = config
         self.timeout = float(config.get("timeout") or 60)
         self.run = run
+        self._options("status")  # every value checked now, before any agent runs
 
     def _plug(self) -> str:
         options = self.config.get("agent_options") or {}
         for key in _PLUG_OPTIONS:
             if str(options.get(key) or "").strip():
                 return str(options[key]).strip()
-        if self.config.get("system_id") and os.path.basename(self.agent) == "fence_redfish":
-            return str(self.config["system_id"])
         return ""
 
     def identify(self) -> Identity:
+        """The UUID the agent's ``list`` action reports on this node's plug line; PowerError when it reports none."""
         plug = self._plug()
         if not plug:
-            raise PowerError(f"{self.agent} has no plug for this node (agent_options.plug, or system_id for fence_redfish)")
-        kind = "system-uuid" if is_uuid(plug) else "plug"
-        return Identity(kind, plug, f"{self.agent} plug {plug!r}")
+            where = f"system_id {self.config['system_id']!r} is" if self.config.get("system_id") else "no plug is set, and an address is"
+            raise PowerError(
+                f"{self.agent} reports no UUID for this node: {where} an address, not an identity "
+                f"(the native readers, type redfish or ipmi, read the machine's UUID)"
+            )
+        rc, out, err = self._run("list")
+        separator = str((self.config.get("agent_options") or {}).get("separator") or ",")
+        lines = [line.strip().split(separator) for line in out.splitlines() if line.strip()]
+        mine = [fields for fields in lines if plug in (field.strip() for field in fields)]
+        if rc != 0 or not mine:
+            said = last_line(err) or last_line(out) or "nothing"
+            raise PowerError(f"{self.agent} list (exit {rc}) does not report plug {plug!r} with a UUID ({said}): a plug is an address, not an identity")
+        if len(mine) > 1:
+            raise PowerError(f"{self.agent} list reports plug {plug!r} on {len(mine)} lines: which machine it is stays unclear")
+        uuids = [field.strip() for field in mine[0] if is_uuid(field.strip())]
+        if len(uuids) != 1:
+            raise PowerError(f"{self.agent} list reports plug {plug!r} without a UUID ({separator.join(mine[0])}): a plug is an address, not an identity")
+        return Identity("system-uuid", uuids[0], f"{self.agent} list reports plug {plug!r} as UUID {uuids[0]}")
 
     def _options(self, action: str) -> dict:
         c = self.config
@@ -98,9 +135,25 @@ class FenceAgentReader:
             options["password"] = c["password"]
         if c.get("system_id") and os.path.basename(self.agent) == "fence_redfish":
             options["systems_uri"] = f"/redfish/v1/Systems/{c['system_id']}"
+        if _is_ipmi_agent(self.agent) and c.get("cipher") is not None:
+            options["cipher"] = str(c["cipher"])
         for key, value in (c.get("agent_options") or {}).items():
             options[key] = str(value)
+        if _is_ipmi_agent(self.agent):
+            options["lanplus"] = "1"  # IPMI v2.0: fence_ipmilan's default is v1.5 (-I lan)
+        if action == "list":
+            for key in _PLUG_OPTIONS:
+                options.pop(key, None)  # the whole list, then our plug's line in it
         options["action"] = action  # last, and agent_options cannot name it (checked above)
+        for key, value in options.items():
+            if key not in _PASSWORD_OPTIONS and _UNSAFE_VALUE.search(f"{key}{value}"):
+                shown = "a value" if key in (c.get("agent_options") or {}) else repr(value)
+                raise PowerError(
+                    f"{self.agent} option {key!r} has whitespace or a shell metacharacter in {shown}; refused before the agent runs "
+                    "(several agents paste option values into a command line)"
+                )
+        if _is_ipmi_agent(self.agent) and "cipher" in options:
+            check_ipmi_cipher(options["cipher"], f"{os.path.basename(self.agent)} cipher suite")
         return options
 
     def _run(self, action: str) -> tuple:
@@ -109,7 +162,7 @@ class FenceAgentReader:
         if self.config.get("ca_cert"):
             extra["REQUESTS_CA_BUNDLE"] = self.config["ca_cert"]  # fence_redfish verifies through requests
         rc, out, err = self.run([self.agent], stdin_text, scrubbed_env(extra), self.timeout)
-        secrets = (self.config.get("password"),)
+        secrets = secret_values(self.config)  # an agent that echoes its password or token shows it nowhere
         return rc, redact(out, secrets), redact(err, secrets)
 
     def status(self) -> PowerReading:

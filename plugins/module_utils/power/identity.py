@@ -7,8 +7,8 @@
   product UUID the kubelet reports). Firmware disagrees on the byte order of the first three fields
   (SMBIOS 2.6+ stores them little-endian, many tools print them as stored), so a UUID also matches when
   those three fields are byte-swapped: that tolerance is the only one.
-- fence agents: an explicit plug for this node (``agent_options.plug``, or ``system_id`` for fence_redfish).
-  A plug that is a UUID is compared like a Redfish UUID; any other plug is the per-node mapping itself.
+- fence agents: the UUID their ``list`` action reports on this node's plug line (fence_agent.py). A plug,
+  port or ``system_id`` is an address, not an identity: without a reported UUID the agent shows nothing.
 - manual attestation: the attestation names this node (and the incident, when one is open).
 
 Where the device cannot show an identity, the node's power mapping may say so with
@@ -97,8 +97,6 @@ def _compare(identity, node: dict) -> tuple:
             order = " (SMBIOS byte order)" if how == "smbios-byte-order" else ""
             return True, False, f"{identity.detail} matches node {name} systemUUID {expected}{order}"
         return False, True, f"{identity.detail} is NOT node {name}'s systemUUID {expected}: this device controls another machine"
-    if identity.kind == "plug":
-        return True, False, f"{identity.detail}, mapped to node {name} (the agent cannot report which machine it is)"
     if identity.kind == "attested-node":
         if identity.value != name:
             return False, True, f"{identity.detail}, not {name}"

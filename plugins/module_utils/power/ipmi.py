@@ -23,11 +23,23 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.base impo
     redact,
     run_process,
     scrubbed_env,
+    secret_values,
 )
 
 # RAKP-HMAC-SHA1/MD5/SHA256 with an integrity algorithm and AES-CBC-128 confidentiality.
 SAFE_CIPHER_SUITES = (3, 8, 12, 17)
 _GUID = re.compile(r"GUID\s*:\s*([0-9a-fA-F-]{32,36})")
+
+
+def check_ipmi_cipher(cipher, what: str) -> None:
+    """Refuse a cipher suite that is not one of SAFE_CIPHER_SUITES (also for fence_ipmilan, fence_agent.py)."""
+    text = str(cipher).strip()
+    if not text.isdigit() or int(text) not in SAFE_CIPHER_SUITES:
+        shown = text if text.isdigit() else "that is not a number"
+        raise PowerError(
+            f"{what} {shown} refused: it lacks authentication, integrity or encryption "
+            f"(cipher 0 needs no password at all); use one of {', '.join(map(str, SAFE_CIPHER_SUITES))}"
+        )
 
 
 class IpmiReader:
@@ -40,12 +52,8 @@ class IpmiReader:
         interface = config.get("interface") or "lanplus"
         if interface != "lanplus":
             raise PowerError(f"ipmi interface {interface!r} refused: only lanplus (IPMI v2.0); v1.5 'lan' sessions can be forged and read")
-        cipher = config.get("cipher")
-        if cipher is not None and int(cipher) not in SAFE_CIPHER_SUITES:
-            raise PowerError(
-                f"ipmi cipher suite {cipher} refused: it lacks authentication, integrity or encryption "
-                f"(cipher 0 needs no password at all); use one of {', '.join(map(str, SAFE_CIPHER_SUITES))}"
-            )
+        if config.get("cipher") is not None:
+            check_ipmi_cipher(config["cipher"], "ipmi cipher suite")
         self.config = config
         self.timeout = float(config.get("timeout") or 10)
         self.run = run
@@ -62,7 +70,7 @@ class IpmiReader:
         rc, out, err = self.run(argv + list(command), "", env, self.timeout * 2 + 5)
         if rc != 0:
             message = last_line(err) or last_line(out) or f"exit code {rc}"
-            raise PowerError(redact(f"ipmitool {c['address']}: {message}", (c.get("password"),)))
+            raise PowerError(redact(f"ipmitool {c['address']}: {message}", secret_values(c)))
         return out
 
     def identify(self) -> Identity:
@@ -74,7 +82,7 @@ class IpmiReader:
         return Identity("system-uuid", found.group(1), f"ipmi {self.config['address']} system GUID {found.group(1)}")
 
     def status(self) -> PowerReading:
-        line = redact(last_line(self._ipmitool("chassis", "power", "status")), (self.config.get("password"),))
+        line = redact(last_line(self._ipmitool("chassis", "power", "status")), secret_values(self.config))
         lowered = line.lower()
         state = OFF if lowered.endswith(" off") else ON if lowered.endswith(" on") else UNKNOWN
         return PowerReading(state, self.method, f"{self.config['address']}: {line}")

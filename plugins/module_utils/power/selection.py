@@ -12,9 +12,10 @@ So a shared default is only used for power types that are told which node they a
 from __future__ import annotations
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.backends import SHAREABLE_TYPES, listed
 
 # Power types that name the node to the power source, so one shared entry can serve every node.
-SHAREABLE_POWER_TYPES = ("command",)
+SHAREABLE_POWER_TYPES = SHAREABLE_TYPES
 
 
 class PowerMappingError(NodeguardError):
@@ -31,7 +32,7 @@ def select_power(node: str, by_node: dict | None, host_value: object, default: d
     own = (by_node or {}).get(node) or host_value or None
     if own is not None:
         if not isinstance(own, dict) or not own.get("type"):
-            raise PowerMappingError(f"the power mapping of {node} must be a dict with a 'type' (redfish, ipmi, fence_agent, command, manual)")
+            raise PowerMappingError(f"the power mapping of {node} must be a dict with a 'type' ({listed()})")
         return own
     if not default:
         return {}
@@ -41,7 +42,7 @@ def select_power(node: str, by_node: dict | None, host_value: object, default: d
     if kind not in SHAREABLE_POWER_TYPES:
         raise PowerMappingError(
             f"no power mapping of its own for {node}; a shared default is only allowed for power types that name the node, "
-            f"e.g. command, and the default's type is {kind!r}. Map {node} to its own BMC (power_by_node or the inventory "
+            f"({listed(SHAREABLE_POWER_TYPES)}), and the default's type is {kind!r}. Map {node} to its own BMC (power_by_node or the inventory "
             "host variable). Nothing was changed."
         )
     if default.get("identity_unverifiable_reason"):

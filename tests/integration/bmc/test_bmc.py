@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.fence_agent import FenceAgentReader
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import verify_identity
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish import RedfishReader
 from bmclib import REPO, Bmc, container_status, free_port, podman, start_bmc
@@ -432,3 +433,20 @@ def test_redfish_transport_errors_never_show_the_password(bmc, node):
     messages.append(repr(reading))
     assert reading.state == "on"
     assert not [m for m in messages if password in m], messages
+
+
+# --- the collection's fence-agent reader with the real fence_redfish (issue 20 item 2) ------------
+
+def test_fence_redfish_reader_reads_power_but_its_system_id_is_no_identity(bmc, node):
+    """fence_redfish reads the same system as the native reader, but a system_id is an address (here the node's
+    name; on real BMCs System.Embedded.1, 1 or Self, the same on every BMC of a vendor) and the agent reports no
+    UUID: the reading is not shown to be this node's without the opt-out. On 08a3975 it counted as identity."""
+    config = dict(bmc.endpoints[node]["bmc"], type="fence_agent", agent=FENCE_REDFISH, timeout=HTTP_TIMEOUT * 2)
+    reader = FenceAgentReader(config)
+    assert reader.status().state == "on"
+    expected = k8s_node(node, lab_system_uuid(node))
+    verdict = verify_identity(reader, expected)
+    assert not verdict.ok and "address, not an identity" in verdict.detail
+    assert verify_identity(redfish_reader(bmc, node), expected).verified  # the native reader reads the UUID
+    reader.config["identity_unverifiable_reason"] = "lab: fence_redfish, mapping reviewed"
+    assert verify_identity(reader, expected).opted_out

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, run_process
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.fence_agent import FenceAgentReader
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import verify_identity
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.ipmi import IpmiReader
 from bmclib import IPMITOOL_PATIENCE, container_status, free_udp_ports, podman
@@ -196,3 +197,71 @@ def test_ipmi_identity_reader_refuses_cipher_0_and_lan(bmc):
     for changes in ({"cipher": 0}, {"interface": "lan"}):
         with pytest.raises(PowerError, match="refused"):
             IpmiReader(dict(config, **changes))
+
+
+# --- the collection's fence-agent reader with the real fence_ipmilan (issue 20 item 2) ---------
+
+class Recording:
+    """run_process, keeping what each agent run got on stdin and said on stderr."""
+
+    def __init__(self):
+        self.runs = []
+
+    def __call__(self, argv, stdin_text, env, timeout):
+        rc, out, err = run_process(argv, stdin_text, env, timeout)
+        self.runs.append({"argv": argv, "stdin": stdin_text.splitlines(), "err": err})
+        return rc, out, err
+
+
+def ipmilan_reader(bmc, node: str, recording: Recording, **changes) -> FenceAgentReader:
+    """fence_ipmilan through nodeguard's fence_agent reader, mapped as the lab's IPMI BMC (cipher suite 3).
+
+    verbose=1 makes the agent log the ipmitool line it runs (password masked by the agent: "-P [set]")."""
+    ipmi = bmc.endpoints[node]["bmc_ipmi"]
+    config = {
+        "type": "fence_agent", "agent": FENCE_IPMILAN, "address": ipmi["address"], "port": ipmi["port"],
+        "username": ipmi["username"], "password": ipmi["password"], "cipher": ipmi["cipher"], "timeout": 120,
+        "agent_options": {"ipmitool_timeout": IPMITOOL_PATIENCE[1], "verbose": "1"},
+    }
+    config.update(changes)
+    return FenceAgentReader(config, run=recording)
+
+
+def test_fence_ipmilan_reader_runs_ipmitool_over_lanplus_with_the_mapped_cipher(bmc, node):
+    """fence_ipmilan's own default is IPMI v1.5 (-I lan), which this ipmi_sim also accepts (md5): the
+    agent's logged ipmitool line shows that the reader made it use lanplus and cipher suite 3."""
+    recording = Recording()
+    reader = ipmilan_reader(bmc, node, recording)
+    assert reader.status().state == "on"
+    reader.power_off()
+    assert container_status(node) == "exited"
+    assert reader.status().state == "off"
+    reader.power_on()
+    assert container_status(node) == "running"
+    password = bmc.endpoints[node]["bmc_ipmi"]["password"]
+    for run in recording.runs:
+        assert run["argv"] == [FENCE_IPMILAN]
+        assert "lanplus=1" in run["stdin"] and "cipher=3" in run["stdin"]
+        assert " -I lanplus " in run["err"] and " -C 3" in run["err"] and " -I lan " not in run["err"], run["err"]
+        assert password not in run["err"]
+
+
+def test_fence_ipmilan_reader_shows_no_identity(bmc, node):
+    """An IPMI address is not an identity, and fence_ipmilan lists no UUID: without the opt-out the reading is
+    not this node's; with it, it is accepted and says so. (The native ipmi reader reads the GUID, above.)"""
+    reader = ipmilan_reader(bmc, node, Recording())
+    verdict = verify_identity(reader, k8s_node(node, lab_system_uuid(node)))
+    assert not verdict.ok and "address, not an identity" in verdict.detail
+    reader.config["identity_unverifiable_reason"] = "lab: one ipmi_sim port per node"
+    assert verify_identity(reader, k8s_node(node, lab_system_uuid(node))).opted_out
+
+
+@pytest.mark.parametrize("options", [{"cipher": "3 chassis power cycle"}, {"cipher": "1"}, {"lanplus": "0"}])
+def test_fence_ipmilan_reader_refuses_an_injected_or_weak_option_before_the_agent_runs(bmc, node, options):
+    started = podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout
+    recording = Recording()
+    with pytest.raises(PowerError, match="refused"):
+        ipmilan_reader(bmc, node, recording, agent_options=dict(options, ipmitool_timeout=IPMITOOL_PATIENCE[1]))
+    assert recording.runs == []
+    assert container_status(node) == "running"
+    assert podman("container", "inspect", "--format", "{{.State.StartedAt}}", node).stdout == started

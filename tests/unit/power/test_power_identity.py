@@ -141,25 +141,69 @@ def test_ipmi_without_guid_is_not_identity():
     assert not verdict.ok and "no system GUID" in verdict.detail
 
 
-def test_fence_agent_without_a_plug_has_no_identity():
-    reader = FenceAgentReader({"agent": "fence_ipmilan", "address": "10.0.0.5"}, run=Runner(2, "Status: OFF\n"))
-    verdict = verify_identity(reader, k8s_node())
-    assert not verdict.ok and "no plug" in verdict.detail
-    reader.config["identity_unverifiable_reason"] = "one BMC per host, mapping reviewed"
-    assert verify_identity(reader, k8s_node()).opted_out
+class AgentRunner:
+    """A fence agent that answers per action: ``answers`` maps "list", "status", ... to (rc, stdout, stderr)."""
+
+    def __init__(self, answers):
+        self.answers = answers
+        self.calls = []
+
+    def __call__(self, argv, stdin_text, env, timeout):
+        self.calls.append({"argv": argv, "stdin": stdin_text, "env": env})
+        action = dict(line.split("=", 1) for line in stdin_text.splitlines())["action"]
+        return self.answers.get(action, (1, "", "Failed: Unknown action"))
 
 
-def test_fence_agent_plug_is_the_per_node_identity():
-    reader = FenceAgentReader({"agent": "fence_apc", "address": "pdu1", "agent_options": {"plug": "12"}}, run=Runner(2, "Status: OFF\n"))
+NOT_LISTED = (0, "N/A\n", "")  # what the fencing library prints for list when the agent has no plugs (fence_redfish, fence_ipmilan)
+# fence_vmware_soap prints "<VM name>,<config.uuid>" (the BIOS UUID the guest reports), fence_xenapi "<uuid>,<name label>".
+VMWARE_LIST = (0, f"w1-vm,{OTHER}\nw3-vm,{UUID_SMBIOS}\n", "")
+XEN_LIST = (0, f"{UUID},w3\n{OTHER},w1\n", "")
+PDU_LIST = (0, "12,rack3-w3\n13,rack3-w1\n", "")  # fence_apc: outlet number and name, no UUID
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"agent": "fence_ipmilan", "address": "10.0.0.5"},
+        {"agent": "fence_redfish", "address": "https://bmc", "system_id": "System.Embedded.1"},
+        {"agent": "fence_redfish", "address": "https://bmc", "system_id": "1"},
+        {"agent": "fence_redfish", "address": "https://bmc", "system_id": "Self"},
+        {"agent": "fence_redfish", "address": "https://bmc", "system_id": UUID},  # a path that looks like a UUID
+        {"agent": "fence_apc", "address": "pdu1", "agent_options": {"plug": "12"}},
+        {"agent": "fence_redfish", "address": "https://bmc", "agent_options": {"plug": UUID}},  # fence_redfish lists nothing
+    ],
+)
+def test_a_plug_port_or_system_id_is_an_address_not_an_identity(config):
+    """Issue 20 item 2: on 08a3975 a plug (or fence_redfish's system_id) counted as this node's identity."""
+    runner = AgentRunner({"list": PDU_LIST if config["agent"] == "fence_apc" else NOT_LISTED, "status": (2, "Status: OFF\n", "")})
+    reader = FenceAgentReader(config, run=runner)
     verdict = verify_identity(reader, k8s_node())
-    assert verdict.verified and "plug '12'" in verdict.detail
+    assert not verdict.ok and not verdict.verified, verdict.detail
+    assert "address, not an identity" in verdict.detail and "identity_unverifiable_reason" in verdict.detail
+    reader.config["identity_unverifiable_reason"] = "one BMC per host, mapping reviewed 2026-11-01"
+    opted = verify_identity(reader, k8s_node())
+    assert opted.opted_out and not opted.verified and "identity NOT verified" in opted.detail
+
+
+@pytest.mark.parametrize(
+    ("agent", "plug", "listed"),
+    [("fence_vmware_soap", "w3-vm", VMWARE_LIST), ("fence_xenapi", UUID, XEN_LIST)],
+)
+def test_a_uuid_the_agent_reports_for_the_plug_is_compared(agent, plug, listed):
+    runner = AgentRunner({"list": listed, "status": (2, "Status: OFF\n", "")})
+    reader = FenceAgentReader({"agent": agent, "address": "vcenter.example", "agent_options": {"plug": plug}}, run=runner)
+    verdict = verify_identity(reader, k8s_node())
+    assert verdict.verified, verdict.detail
+    list_call = runner.calls[-1]["stdin"].splitlines()
+    assert "action=list" in list_call and not [line for line in list_call if line.startswith(("plug=", "port="))]
     reader.status()
-    assert "plug=12" in reader.run.calls[-1]["stdin"].splitlines()
+    assert f"plug={plug}" in runner.calls[-1]["stdin"].splitlines()
 
 
-def test_fence_agent_plug_that_is_a_uuid_is_compared():
-    config = {"agent": "fence_redfish", "address": "https://bmc", "system_id": OTHER}
-    verdict = verify_identity(FenceAgentReader(config, run=Runner(2, "Status: OFF\n")), k8s_node())
+def test_a_uuid_the_agent_reports_for_another_machine_is_refused_whatever_the_opt_out():
+    config = {"agent": "fence_vmware_soap", "address": "vcenter.example", "agent_options": {"plug": "w1-vm"}}
+    config["identity_unverifiable_reason"] = "not a way around a mismatch"
+    verdict = verify_identity(FenceAgentReader(config, run=AgentRunner({"list": VMWARE_LIST})), k8s_node())
     assert not verdict.ok and "another machine" in verdict.detail
 
 

@@ -167,6 +167,79 @@ def test_fence_ipmilan_cannot_be_downgraded(options, message):
         FenceAgentReader(dict(FENCE, agent="fence_ipmilan", agent_options=options))
 
 
+IPMILAN = {"agent": "fence_ipmilan", "address": "10.0.0.5", "username": "admin", "password": PASSWORD}
+
+
+@pytest.mark.parametrize("agent", ["fence_ipmilan", "/usr/sbin/fence_ipmilan", "fence_idrac", "fence_ilo4", "fence_imm"])
+@pytest.mark.parametrize(("config", "cipher"), [({}, None), ({"cipher": 17}, "17"), ({"agent_options": {"cipher": "3"}}, "3")])
+def test_fence_ipmilan_always_gets_lanplus_and_a_safe_cipher(agent, config, cipher):
+    """Issue 20 item 2: on 08a3975 fence_ipmilan ran with its defaults, IPMI v1.5 (-I lan) and any cipher."""
+    runner = Runner(2, "Status: OFF\n")
+    FenceAgentReader(dict(IPMILAN, agent=agent, **config), run=runner).status()
+    lines = runner.calls[0]["stdin"].splitlines()
+    assert "lanplus=1" in lines
+    assert [line for line in lines if line.startswith("cipher=")] == ([f"cipher={cipher}"] if cipher else [])
+
+
+@pytest.mark.parametrize("config", [{"cipher": 1}, {"agent_options": {"cipher": "2"}}, {"agent_options": {"cipher": "abc"}}])
+def test_fence_ipmilan_refuses_the_cipher_suites_the_ipmi_reader_refuses(config):
+    runner = Runner(2, "Status: OFF\n")
+    with pytest.raises(PowerError, match=r"fence_ipmilan cipher suite .*refused"):
+        FenceAgentReader(dict(IPMILAN, **config), run=runner)
+    assert runner.calls == []
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"agent": "fence_ipmilan", "agent_options": {"cipher": "3 chassis power cycle"}},
+        {"agent": "fence_ipmilan", "agent_options": {"privlvl": "administrator;reboot"}},
+        {"agent": "fence_ipmilan", "agent_options": {"hexadecimal_kg": "$(reboot)"}},
+        {"agent": "fence_ipmilan", "address": "10.0.0.5 -I lan"},
+        {"agent": "fence_ipmilan", "port": None, "agent_options": {"ipport": "623 -C 0"}},
+        {"agent": "fence_apc", "agent_options": {"plug": "12|13"}},
+        {"agent": "fence_redfish", "system_id": "1 x"},
+        {"agent": "fence_redfish", "username": "admin`id`"},
+    ],
+)
+def test_a_value_with_whitespace_or_shell_metacharacters_is_refused_before_any_agent_runs(changes):
+    """Issue 20 item 2: on 08a3975 cipher "3 chassis power cycle" reached fence_ipmilan's shlex-split ipmitool line."""
+    runner = Runner(2, "Status: OFF\n")
+    with pytest.raises(PowerError, match="whitespace or a shell metacharacter"):
+        FenceAgentReader(dict(FENCE, **changes), run=runner)
+    assert runner.calls == []
+
+
+def test_a_password_may_hold_any_character_and_travels_on_stdin_only():
+    password = "p a$s;w`o'r\"d|"
+    runner = Runner(2, "Status: OFF\n")
+    FenceAgentReader(dict(IPMILAN, password=password), run=runner).status()
+    [call] = runner.calls
+    assert call["argv"] == ["fence_ipmilan"]
+    assert f"password={password}" in call["stdin"].splitlines()
+    assert password not in json.dumps(call["env"])
+
+
+def test_no_program_gets_the_password_in_argv(tmp_path):
+    """Fence agents and hooks on stdin, ipmitool in IPMI_PASSWORD; never a command line (this held on 08a3975)."""
+    calls = []
+
+    def run(argv, stdin_text, env, timeout):
+        calls.append((argv, stdin_text, env))
+        return 0, json.dumps({"power": "on"}) if argv[0] == "hook" else "Status: ON\nChassis Power is on\n", ""
+
+    FenceAgentReader(FENCE, run=run).status()
+    FenceAgentReader(IPMILAN, run=run).status()
+    IpmiReader({"address": "10.0.0.5", "password": PASSWORD}, run=run).status()
+    CommandReader({"command": ["hook"], "password": PASSWORD}, "w3", run=run).status()
+    assert len(calls) == 4
+    assert not [argv for argv, _stdin, _env in calls if PASSWORD in " ".join(argv)]
+    fence_redfish, fence_ipmilan, ipmitool, hook = calls
+    assert f"password={PASSWORD}" in fence_redfish[1] and f"password={PASSWORD}" in fence_ipmilan[1]
+    assert ipmitool[2]["IPMI_PASSWORD"] == PASSWORD and PASSWORD not in ipmitool[1]
+    assert json.loads(hook[1])["password"] == PASSWORD and PASSWORD not in json.dumps(hook[2])
+
+
 def test_password_with_a_newline_is_refused():
     with pytest.raises(PowerError, match="single line"):
         FenceAgentReader(dict(FENCE, password="x\naction=reboot"))
@@ -257,3 +330,78 @@ def test_password_never_appears_in_any_detail_or_error(tmp_path, servers):
         collect(lambda config=config: reader_for(config, "w3", allow_manual=True))
     assert len(shown) == 11
     assert not [text for text in shown if PASSWORD in text], shown
+
+
+# -- secret-like agent_options values are masked like the password (issue 20 item 8) -------------------
+
+TOKEN = "tok-3f9a1c77e2-never-shown"
+SECRET_OPTIONS = {
+    "api_token": TOKEN,
+    "passwd": "pw-in-options-4711",
+    "hexadecimal_kg": "8a6b1c2d3e4f",
+    "snmp_priv_passwd": "priv-pass-0815",
+    "community": "snmp-community-42",
+    "secret_key": "sk-aws-like-value",
+    "credential": "cred-value-9",
+    "use_token": "1",  # a switch, not a secret: not masked (it would mask every "1")
+    "plug": "w3-vm",
+}
+SECRETS = [value for key, value in SECRET_OPTIONS.items() if key not in ("use_token", "plug")]
+
+TOKEN_HOOK = r"""
+import json, sys
+request = json.load(sys.stdin)
+said = " ".join(str(v) for v in request["options"].values())
+if request["action"] == "off":
+    sys.stderr.write("cloud refused, sent " + said + "\n")
+    sys.exit(1)
+print(json.dumps({"power": "off", "detail": "called with " + said, "system_uuid": "4c4c4544-0042-3510-8052-b7c04f4e3232"}))
+"""
+
+
+def test_secret_like_agent_options_are_masked_in_every_detail_and_error(tmp_path):
+    """On 08a3975 only the password was masked: a hook or agent that echoed its token put it in the proof
+    details, which node_outage writes to the annotation, the Events and the history."""
+    from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import confirm_off, verify_identity
+
+    echoed = " ".join(SECRET_OPTIONS.values())
+    shown = []
+
+    def collect(action):
+        try:
+            shown.append(repr(action()))
+        except PowerError as e:
+            shown.append(str(e))
+
+    fence = dict(FENCE, agent="fence_vmware_soap", system_id=None, agent_options=SECRET_OPTIONS)
+    collect(lambda: FenceAgentReader(fence, run=Runner(2, f"Status: OFF {echoed}\n")).status())
+    collect(lambda: FenceAgentReader(fence, run=Runner(1, "", f"Failed: login with {echoed}")).status())
+    collect(lambda: FenceAgentReader(fence, run=Runner(1, f"Failed: {echoed}\n")).power_off())
+    collect(lambda: FenceAgentReader(fence, run=Runner(0, f"w3-vm,{echoed}\n")).identify())
+    script = tmp_path / "hook.py"
+    script.write_text(TOKEN_HOOK)
+    hook = CommandReader({"command": [sys.executable, str(script)], "agent_options": SECRET_OPTIONS}, "w3")
+    collect(hook.status)
+    collect(hook.power_off)
+    node = {"metadata": {"name": "w3"}, "status": {"nodeInfo": {"systemUUID": "4c4c4544-0042-3510-8052-b7c04f4e3232"}}}
+    collect(lambda: verify_identity(hook, node))
+
+    class Clock:
+        def sleep(self, seconds):
+            pass
+
+    collect(lambda: confirm_off(hook, node, Clock(), interval=1))
+    assert len(shown) == 8
+    leaks = [(secret, text) for text in shown for secret in SECRETS if secret in text]
+    assert not leaks, leaks
+    assert "1" in shown[0]  # the switch value is left alone
+
+
+def test_secret_like_keys():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import is_secret_key, secret_values
+
+    for key in ("password", "passwd", "api_token", "apikey", "secret", "credentials", "community", "hexadecimal_kg", "ssh_passphrase"):
+        assert is_secret_key(key), key
+    for key in ("plug", "ipport", "lanplus", "cipher", "privlvl", "ssl_insecure", "method", "auth", "power_timeout"):
+        assert not is_secret_key(key), key
+    assert secret_values({"password": "p", "agent_options": {"token": "t", "use_token": "yes", "plug": "7"}}) == ("p", "t")
