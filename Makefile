@@ -8,7 +8,8 @@ export PATH := $(CURDIR)/.venv/bin:$(or $(NODEGUARD_CACHE),$(HOME)/.cache/nodegu
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 .PHONY: demo test setup images lab-build lab-up lab-down lab-status lab-matrix \
-        test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench
+        test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench \
+        ee test-ee
 
 ## demo: set up, start the lab, and tune it with playbooks/tune-failover.yml
 demo: setup lab-up
@@ -74,3 +75,11 @@ test-integration: lab-build images
 
 bench: lab-build images
 	bench/run.sh
+
+## ee: build the execution and decision environments from deploy/ee with ansible-builder (docs/execution-environments.md; not in make test)
+ee: setup
+	scripts/build-ee.sh
+
+## test-ee: node-outage and node-recover run by ansible-runner inside the execution environment, on a private lab (not in make test)
+test-ee: lab-build images ee
+	NODEGUARD_LAB_EE_IMAGE=1 NODEGUARD_TEST_LAB=$${NODEGUARD_TEST_LAB:-ngee} scripts/integration.sh tests/integration/ee

@@ -34,6 +34,8 @@ if [ "${NODEGUARD_LAB_REAL_KUBELET:-0}" = 1 ] || [ "${NODEGUARD_LAB_REAL_KUBELET
   real_kubelet_image=1
   images+=(localhost/nodeguard-lab-worker-kubelet:latest)
 fi
+# NODEGUARD_LAB_EE_IMAGE=1: the execution and decision environments (scripts/build-ee.sh) too, for tests/integration/ee.
+if [ "${NODEGUARD_LAB_EE_IMAGE:-0}" = 1 ]; then images+=(localhost/nodeguard-ee:latest localhost/nodeguard-de:latest); fi
 export CONTAINERS_CONF=$conf/containers.conf CONTAINERS_STORAGE_CONF=$conf/storage.conf
 
 say() { echo "isolated-lab $name: $*"; }

@@ -14,13 +14,18 @@ Tests that need no lab (tests/integration/bmc) do not ask for `lab` and never st
 
 from __future__ import annotations
 
+import base64
 import fcntl
 from collections.abc import Iterator
+from pathlib import Path
 
 import lablib
 import pytest
+import yaml
 
 CONTROL_PLANE_HEALTHY_TIMEOUT = 180
+REPO = Path(__file__).resolve().parents[2]
+LOCK_NAMESPACE = "nodeguard-system"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,3 +70,18 @@ def _reset_lab_after(request: pytest.FixtureRequest) -> Iterator[None]:
     request.getfixturevalue("lab")
     yield
     lablib.reset_lab()
+
+
+@pytest.fixture(scope="module")
+def remediator(lab, tmp_path_factory):
+    """Apply deploy/rbac and return connection vars that authenticate as the ServiceAccount (incident and ee tests)."""
+    lab.kubectl("apply", "-f", str(REPO / "deploy" / "rbac"))
+    token = lab.kubectl("create", "token", "nodeguard-remediator", "-n", LOCK_NAMESPACE, "--duration=2h").stdout.strip()
+    kubeconfig = yaml.safe_load(Path(lab.kubeconfig()).read_text())
+    cluster = kubeconfig["clusters"][0]["cluster"]
+    directory = tmp_path_factory.mktemp("remediator")
+    ca = directory / "ca.crt"
+    ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    # failover_kubeconfig "" wins over the inventory's k8s_kubeconfig (the lab's admin): the run authenticates by token only.
+    return {"failover_kubeconfig": "", "failover_host": cluster["server"], "failover_api_key": token,
+            "failover_ca_cert": str(ca), "_dir": directory}
