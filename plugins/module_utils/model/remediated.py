@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import math
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.detection import not_ready_window
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import lease_renew_interval
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import (
     POWER_EVENT_LEASE_MARGIN_SECONDS,
     STOCK_REMEDIATION,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import not_ready_window
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings
 
 TRIGGERS = ("node-watch", "alert", "power-event")
@@ -168,7 +168,7 @@ def _heartbeat(timings, trigger, wait, overlapped, confirm, poll, alerting, phas
     wait_over = _add(not_ready, (wait, wait, wait), tuple(-r for r in TRANSITION_TIME_ROUNDING[::-1]))
     phases.append(("not_ready_wait_over", wait_over))
     # The Lease-stale proof (duration + margin after the last renewal) holds before the NotReady wait ends on
-    # every preset and the stock settings (grace > duration, wait >= margin), so it never binds here.
+    # every preset and the stock settings (aggressive's 2 s Lease: within a second of it), so it is left out.
     seen = _add(_later(wait_over, first_check), _poll_wait(poll))
     binds = "the run's start (after the NotReady wait was over)" if first_check[1] > wait_over[1] else "the NotReady wait"
     if not overlapped:
