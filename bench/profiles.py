@@ -29,7 +29,13 @@ if str(_COLLECTIONS) not in sys.path:
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import PRESET_NAMES  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile  # noqa: E402
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediated import remediated_timeline  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import (  # noqa: E402
+    STOCK_REMEDIATION,
+    remediation_settings,
+)
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import read_settings  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version  # noqa: E402
 
 KUBERNETES_VERSION = "1.35.4"
 REFERENCE_PROFILES = ("kubernetes-default", "seed-001")
@@ -91,3 +97,20 @@ def model_prediction(name: str, node_count: int) -> dict | None:
     facts = {"kubernetes_version": KUBERNETES_VERSION, "node_count": node_count, "distribution": "kubeadm"}
     profile = build_profile(facts, preset=name)
     return {"timeline": profile["timeline"], "load": profile["load"], "remediation": profile["remediation"]}
+
+
+def remediated_prediction(name: str, trigger: str | None = None) -> dict:
+    """The model's remediated timeline of a measured profile, in main's proof order and overlapped (issue 23).
+
+    The presets are applied with tune-failover, so node-outage waits their remediation.not_ready_seconds; the
+    reference profiles are written without it, a cluster never tuned: node-outage's stock 60 s. power-event is
+    led by the BMC's event (model trigger power-event); every other remediated row by NotReady (node-watch).
+    ``trigger`` asks for another one (``alert``: the shipped Prometheus alert, not measured).
+    """
+    timings, problems, _defaults = read_settings(profile_settings(name), parse_version(KUBERNETES_VERSION))
+    if problems:
+        raise ValueError(f"{name}: {problems[0][1]}")
+    trigger = trigger or ("power-event" if name in EVENT_LED_PROFILES else "node-watch")
+    remediation = remediation_settings(timings) if name in PRESETS else None
+    return {overlapped: remediated_timeline(timings, trigger, remediation, overlapped=overlapped)
+            for overlapped in (False, True)}

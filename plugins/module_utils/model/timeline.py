@@ -9,9 +9,8 @@ power-off moment. docs/settings.md ("Timeline") derives each formula.
 
 from __future__ import annotations
 
-import math
-
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import heartbeat_interval
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.detection import not_ready_window
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediated import remediated_timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import remediation_settings
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.tcp import (
     keepalive_timeout_seconds,
@@ -25,12 +24,7 @@ TAINT_PASS_SECONDS = 0.1  # the NoExecute tainting pass runs every 100ms
 POD_NOT_READY_PROPAGATION = (0.0, 0.5, 1.0)  # pod Ready=false writes + EndpointSlice controller sync
 REPLACEMENT_POD_START = (1.0, 3.0, 8.0)  # schedule, start (image cached) and pass readiness
 FORCE_DETACH_WAIT_SECONDS = 360.0  # attach-detach reconcilerMaxWaitForUnmountDuration, hard-coded
-# playbooks/node-outage.yml started at NotReady with a proof timeout: it acts once the node has been
-# NotReady for remediation_settings()["not_ready_seconds"]; then one poll, prove power-off, taint
-# out-of-service, force-delete pods.
-REMEDIATION = (2.0, 5.0, 15.0)
-# The StatefulSet recreates the pod; its RWO volume is detached (at once, tainted node), attached and mounted.
-STATEFUL_POD_START = (2.0, 5.0, 15.0)
+# statefulset_replaced is node-outage's remediated timeline when NotReady starts it (model/remediated.py).
 
 EVENTS = (
     "not_ready",
@@ -65,29 +59,9 @@ def _shift(window: dict, low: float, expected: float, high: float, note=None) ->
     return _window(window["min"] + low, window["expected"] + expected, window["max"] + high, note)
 
 
-def detection_delay(timings: Timings) -> float:
-    """Seconds from the controller first seeing the last heartbeat to marking the node Unknown.
-
-    The controller checks every monitor period and marks the node at the first check later than
-    probe time + grace, so the grace is rounded up to whole monitor periods.
-    """
-    periods = math.ceil(timings.node_monitor_grace_period / timings.node_monitor_period - 1e-9)
-    return periods * timings.node_monitor_period
-
-
-def not_ready_window(timings: Timings) -> dict:
-    """Power-off to Ready=Unknown.
-
-    The last heartbeat lands up to one heartbeat interval H before the power-off; the controller
-    sees it at its next tick (up to one monitor period P later) and marks the node after the grace.
-    """
-    interval = heartbeat_interval(timings)
-    period = timings.node_monitor_period
-    delay = detection_delay(timings)
-    return _window(max(0.0, delay - interval), delay - interval / 2 + period / 2, delay + period)
-
-
-def predict_timeline(timings: Timings) -> dict:
+def predict_timeline(timings: Timings, remediation: dict | None = None) -> dict:
+    """Every event's window for these timings. ``remediation``: node-outage's timing values in effect; None is
+    the profile's own (model/remediation.py), what tune-failover records when it applies these timings."""
     not_ready = not_ready_window(timings)
     taint = _shift(not_ready, 0.0, TAINT_PASS_SECONDS / 2, TAINT_PASS_SECONDS,
                    "one node at a time; a zone with more NotReady nodes is tainted at the eviction rate")
@@ -103,8 +77,8 @@ def predict_timeline(timings: Timings) -> dict:
     else:
         detach = _shift(eviction, FORCE_DETACH_WAIT_SECONDS, FORCE_DETACH_WAIT_SECONDS, FORCE_DETACH_WAIT_SECONDS,
                         "6 minutes after the pods are deleted; at once with the out-of-service taint")
-    proof_wait = remediation_settings(timings)["not_ready_seconds"]
-    not_ready_proven = _shift(not_ready, proof_wait, proof_wait, proof_wait)
+    remediation = remediation or remediation_settings(timings)
+    remediated = remediated_timeline(timings, "node-watch", remediation)["statefulset_replaced"]
     retries = timings.tcp_retries2
     in_flight = retransmission_timeout_seconds(retries)
     idle = keepalive_timeout_seconds(timings.tcp_keepalive_time, timings.tcp_keepalive_intvl,
@@ -118,10 +92,10 @@ def predict_timeline(timings: Timings) -> dict:
         "force_detach": detach,
         "statefulset_replaced_unremediated": _never(
             "the pod stays Terminating until the node returns, is deleted, or gets the out-of-service taint"),
-        "statefulset_replaced": _shift(_shift(not_ready_proven, *REMEDIATION), *STATEFUL_POD_START,
-                                       note=f"node-outage.yml started at NotReady, acting after {proof_wait}s "
-                                            "NotReady (remediation.not_ready_seconds); remediation and volume "
-                                            "attach times are assumptions"),
+        "statefulset_replaced": _window(remediated["min"], remediated["expected"], remediated["max"],
+                                        f"node-outage.yml started at NotReady, acting after {remediation['not_ready_seconds']}s "
+                                        "NotReady (remediation.not_ready_seconds) and two Off readings 5s apart; start-up "
+                                        "and replacement times measured on the lab (model/remediated.py)"),
         "dead_tcp_in_flight": _window(in_flight, in_flight, in_flight + next_retransmission_gap(retries),
                                       f"tcp_retries2={retries}: applies while data is unacknowledged"),
         "dead_tcp_idle": _window(idle, idle, idle, "keepalive time + intvl x probes: applies to idle sockets "

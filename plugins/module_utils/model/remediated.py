@@ -1,0 +1,203 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Predicted seconds from a node's power-off to its StatefulSet pod Ready elsewhere, per trigger of node-outage.
+
+Three triggers start node-outage (docs/settings.md, "Remediated timelines"):
+
+* ``node-watch``: a watch on Nodes starts the run at NotReady. The run waits until the node has been NotReady
+  for ``not_ready_seconds`` (the Lease-stale proof holds long before on every preset), then reads the BMC:
+  Off, and Off again ``off_confirm_seconds`` later, then taints.
+* ``alert``: the shipped Prometheus alert (``for: 60s``) reaches the rulebook through Alertmanager; then the
+  same proofs as node-watch.
+* ``power-event``: the BMC's power event starts the run at once. The Lease must stay unrenewed for one renew
+  interval (a quarter of its duration) plus a margin, and the BMC must read Off twice; these overlap, and the
+  taint follows the later of the two.
+
+``overlapped`` models the proof order issue 23 asks for: the first Off reading is taken as soon as the run
+starts (on the heartbeat paths, during the NotReady wait), so the confirmation no longer adds its 5 s after
+the wait. ``overlapped=False`` is the order of the code on main: on the heartbeat paths the first Off reading
+is taken only once the NotReady and Lease proofs hold; on the power-event path at the first proof check.
+
+Every window is {min, expected, max} like model/timeline.py's. The constants below that are not Kubernetes
+or collection settings are modelled from the lab benchmark (docs/benchmarks/README.md, ``make bench`` of
+commit 75c96f0, raw/timelines-*.json), each with its source: they are this lab's numbers, not a law.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.detection import not_ready_window
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import lease_renew_interval
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import (
+    POWER_EVENT_LEASE_MARGIN_SECONDS,
+    STOCK_REMEDIATION,
+)
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings
+
+TRIGGERS = ("node-watch", "alert", "power-event")
+
+# Collection settings (the defaults users get; tests/unit/model/test_model_remediated.py checks each against its home).
+OFF_CONFIRM_SECONDS = 5.0  # power/identity.py DEFAULT_OFF_CONFIRM_SECONDS: two Off readings this far apart
+POLL_SECONDS = 2.0  # roles/node_outage node_outage_poll_interval: node-outage re-checks its proofs this often
+ALERT_FOR_SECONDS = 60.0  # extensions/prometheus/nodeguard-alerts.yml, NodeguardNodeDown `for: 60s`
+# Alert path, the monitoring stack's settings (parameters of alert_timings; these are the defaults assumed):
+SCRAPE_INTERVAL_SECONDS = 30.0  # kube-state-metrics scraped every 30 s (a common setting; Prometheus' own default is 1m)
+EVALUATION_INTERVAL_SECONDS = 30.0  # rule evaluation every 30 s (same)
+GROUP_WAIT_SECONDS = 30.0  # Alertmanager route group_wait of docs/eda.md
+
+# Kubernetes-side: lastTransitionTime has whole seconds, so node-outage reads a NotReady age up to 1 s too long
+# and its NotReady wait ends on average half a second early.
+TRANSITION_TIME_ROUNDING = (0.0, 0.5, 1.0)
+
+# Modelled from the lab (make bench 75c96f0; min, expected, max in seconds).
+# A watch sees a Node change: the benchmark's own watch started node-outage 0.04 s after NotReady.
+WATCH_LATENCY = (0.0, 0.04, 0.1)
+# BMC power event to the rulebook: 0.1-0.58 s, median 0.2 s (raw/timelines-ngbpower.json, event_received).
+EVENT_DELIVERY = (0.1, 0.2, 0.6)
+# The rulebook matches the event and starts node-outage (its log line): 0.6-2.4 s after the event, median 1.1 s.
+RULEBOOK_START = (0.6, 1.1, 2.4)
+# ansible-playbook, the role and the module up to the first proof check (the incident record's `prove` step):
+# 2.3-5.3 s after the run's start, median 3.2 s (the step's start has whole seconds, so +-0.5 s).
+PLAYBOOK_TO_FIRST_CHECK = (2.3, 3.2, 5.3)
+# From the check at which the last proof holds to the out-of-service taint (the reading's request, the lock,
+# the incident record, the taint patch): 0.3-0.9 s, median 0.7 s on the power-event runs.
+PROOF_TO_TAINT = (0.3, 0.7, 0.9)
+# Taint to the StatefulSet's pod Ready on another worker (force-delete, detach, attach, start): 1.5-3.8 s over
+# the remediated runs (medians 1.8 s power-event, 2.0 s fast, 2.5 s kubernetes-default). The lab's replacement
+# runs on stand-in workers with an instant attacher: a real CSI driver's attach and mount add to it.
+TAINT_TO_STATEFULSET_READY = (1.5, 2.0, 3.8)
+
+
+def _add(*windows) -> tuple:
+    return tuple(round(sum(w[i] for w in windows), 2) for i in range(3))
+
+
+def _uniform_max(low: float, high: float, floor: float) -> tuple:
+    """(min, expected, max) of max(U, floor) for U uniform on [low, high]."""
+    if high <= floor:
+        return (floor, floor, floor)
+    if low >= floor:
+        return (low, (low + high) / 2, high)
+    below = (floor - low) / (high - low)
+    expected = below * floor + (high * high - floor * floor) / (2 * (high - low))
+    return (floor, expected, high)
+
+
+def _later(a: tuple, b: tuple) -> tuple:
+    """The later of two windows, expected as the later of the two expectations (used where both are narrow)."""
+    return tuple(max(a[i], b[i]) for i in range(3))
+
+
+def _as_window(window: tuple) -> dict:
+    return {"min": round(window[0], 2), "expected": round(window[1], 2), "max": round(window[2], 2)}
+
+
+def _poll_wait(poll_seconds: float) -> tuple:
+    """How long after a proof becomes true the next check sees it: uniform over one poll interval."""
+    return (0.0, poll_seconds / 2, poll_seconds)
+
+
+def _alert_fires(not_ready: tuple, scrape: float, evaluation: float, hold: float) -> tuple:
+    """NotReady to the alert firing: kube-state-metrics sees the condition (a watch), the next scrape stores it,
+    the next evaluation makes the alert pending, and it fires at the first evaluation `for` later."""
+    periods = math.ceil(hold / evaluation - 1e-9) * evaluation
+    return _add(not_ready, WATCH_LATENCY, (0.0, scrape / 2, scrape), (0.0, evaluation / 2, evaluation), (periods, periods, periods))
+
+
+def remediated_timeline(
+    timings: Timings,
+    trigger: str = "node-watch",
+    remediation: dict | None = None,
+    overlapped: bool = False,
+    off_confirm_seconds: float = OFF_CONFIRM_SECONDS,
+    poll_seconds: float = POLL_SECONDS,
+    scrape_interval: float = SCRAPE_INTERVAL_SECONDS,
+    evaluation_interval: float = EVALUATION_INTERVAL_SECONDS,
+    group_wait: float = GROUP_WAIT_SECONDS,
+) -> dict:
+    """Power-off to the StatefulSet's pod Ready elsewhere, phase by phase, when ``trigger`` starts node-outage.
+
+    ``remediation`` is node-outage's timing (not_ready_seconds, lease_margin_seconds); None is a cluster never
+    tuned: STOCK_REMEDIATION (60 s), which node-outage uses without an applied profile. Pass the profile's
+    ``remediation`` (model/remediation.py) for a cluster tuned with it.
+
+    Returns {trigger, overlapped, not_ready_seconds, phases: [{name, at}], binds, statefulset_replaced}: ``at``
+    is the window of each phase's moment after power-off, ``binds`` the wait the taint followed.
+    """
+    if trigger not in TRIGGERS:
+        raise ValueError(f"unknown trigger {trigger!r}; choose one of: {', '.join(TRIGGERS)}")
+    remediation = remediation or STOCK_REMEDIATION
+    wait = float(remediation["not_ready_seconds"])
+    phases = []
+    if trigger == "power-event":
+        taint, binds = _power_event(timings, overlapped, off_confirm_seconds, phases)
+    else:
+        taint, binds = _heartbeat(
+            timings, trigger, wait, overlapped, off_confirm_seconds, poll_seconds, (scrape_interval, evaluation_interval, group_wait), phases
+        )
+    ready = _add(taint, TAINT_TO_STATEFULSET_READY)
+    phases += [("out_of_service_taint", taint), ("statefulset_replaced", ready)]
+    return {
+        "trigger": trigger,
+        "overlapped": overlapped,
+        "not_ready_seconds": None if trigger == "power-event" else int(wait),
+        "phases": [{"name": name, "at": _as_window(at)} for name, at in phases],
+        "binds": binds,
+        "statefulset_replaced": _as_window(ready),
+    }
+
+
+def _heartbeat(timings, trigger, wait, overlapped, confirm, poll, alerting, phases) -> tuple:
+    """node-watch and alert: the run starts after NotReady, waits for the NotReady proof, then (main) reads
+    the BMC twice, or (overlapped) has read it during the wait."""
+    window = not_ready_window(timings)
+    not_ready = (window["min"], window["expected"], window["max"])
+    phases.append(("not_ready", not_ready))
+    if trigger == "alert":
+        fired = _alert_fires(not_ready, *alerting[:2], ALERT_FOR_SECONDS)
+        phases.append(("alert_firing", fired))
+        noticed = _add(fired, (alerting[2],) * 3, EVENT_DELIVERY)
+        phases.append(("rulebook_notified", noticed))
+    else:
+        noticed = _add(not_ready, WATCH_LATENCY)
+        phases.append(("watch_sees_not_ready", noticed))
+    started = _add(noticed, RULEBOOK_START)
+    first_check = _add(started, PLAYBOOK_TO_FIRST_CHECK)
+    phases += [("node_outage_started", started), ("first_proof_check", first_check)]
+    wait_over = _add(not_ready, (wait, wait, wait), tuple(-r for r in TRANSITION_TIME_ROUNDING[::-1]))
+    phases.append(("not_ready_wait_over", wait_over))
+    # The Lease-stale proof (duration + margin after the last renewal) holds before the NotReady wait ends on
+    # every preset and the stock settings (aggressive's 2 s Lease: within a second of it), so it is left out.
+    seen = _add(_later(wait_over, first_check), _poll_wait(poll))
+    binds = "the run's start (after the NotReady wait was over)" if first_check[1] > wait_over[1] else "the NotReady wait"
+    if not overlapped:
+        phases.append(("proofs_checked", seen))
+        return _add(seen, (confirm,) * 3, PROOF_TO_TAINT), f"{binds}, then the Off confirmation"
+    confirmed = _add(first_check, (confirm,) * 3)
+    phases.append(("off_confirmed", confirmed))
+    binds = "the Off confirmation" if confirmed[1] > seen[1] else binds
+    return _add(_later(seen, confirmed), PROOF_TO_TAINT), binds
+
+
+def _power_event(timings, overlapped, confirm, phases) -> tuple:
+    """The power event starts the run; the Lease proof holds at its last renewal + renew interval + margin,
+    the Off pair at the first reading + confirm. The run re-checks at the Lease's moment (0.1 s after it)."""
+    event = EVENT_DELIVERY
+    started = _add(event, RULEBOOK_START)
+    phases += [("event_in_rulebook", event), ("node_outage_started", started)]
+    # main: the first Off reading at the first proof check; overlapped: as soon as the run starts (a lower
+    # bound: the measurements do not separate ansible-playbook's own start-up before the module reads).
+    first = started if overlapped else _add(started, PLAYBOOK_TO_FIRST_CHECK)
+    confirmed = _add(first, (confirm,) * 3)
+    phases += [("first_off_reading", first), ("off_confirmed", confirmed)]
+    renew = lease_renew_interval(timings)
+    # The last renewal came 0..renew seconds before the power-off (uniform): silent from then + renew + margin.
+    hold = renew + POWER_EVENT_LEASE_MARGIN_SECONDS + 0.1
+    lease = (hold - renew, hold - renew / 2, hold)
+    phases.append(("lease_silent", lease))
+    _low, expected, _high = _uniform_max(lease[0], lease[2], confirmed[1])
+    later = (max(lease[0], confirmed[0]), expected, max(lease[2], confirmed[2]))
+    share = (confirmed[1] - lease[0]) / (lease[2] - lease[0])
+    binds = f"lease silence in {max(0.0, min(1.0, 1 - share)) * 100:.0f} % of runs, the Off confirmation in the others"
+    return _add(later, PROOF_TO_TAINT), binds
