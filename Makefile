@@ -16,25 +16,23 @@ demo: setup lab-up
 
 ## test: set up and run every test part; a failing part does not stop the others.
 ## Ends with one summary line per part and exits non-zero if any part failed.
+## The parts in TEST_BESIDE run beside the others (scripts/test-parts.sh): the integration suite mostly
+## waits for Kubernetes' timers, so sanity, Molecule, release, unit and lint use the cores meanwhile, niced,
+## one after another, each one's output printed whole once it has ended. TEST_BESIDE= runs them in turn.
+## TEST_PREPARE is built first, once: the node image (Molecule and the labs) and the lab's Go build.
 TEST_PARTS := test-unit test-lint test-sanity test-release test-molecule test-integration
+# unit and lint last: they write caches into the tree (.pytest_cache, .ruff_cache), which the labs copy at their start.
+TEST_BESIDE := test-sanity test-molecule test-release test-unit test-lint
+TEST_PREPARE := $(if $(filter test-integration,$(TEST_PARTS)),images lab-build)
 test: setup
-	failed=0
-	summary=()
-	for part in $(TEST_PARTS); do
-	  echo "=== make $$part"
-	  started=$$(date +%s)
-	  if $(MAKE) --no-print-directory $$part; then result=ok; else result=FAILED; failed=1; fi
-	  summary+=("$$(printf '%-17s %-6s %5ss' "$$part" "$$result" "$$(( $$(date +%s) - started ))")")
-	done
-	echo "=== make test summary"
-	printf '  %s\n' "$${summary[@]}"
-	exit $$failed
+	TEST_BESIDE="$(TEST_BESIDE)" TEST_PREPARE="$(TEST_PREPARE)" TEST_MAKE="$(MAKE)" scripts/test-parts.sh $(TEST_PARTS)
 
 setup:
 	scripts/setup.sh
 
+# One node image build at a time (make test's TEST_PREPARE and Molecule beside it may ask at once): flock.
 images: setup
-	scripts/build-node-image.sh
+	flock /var/lock/nodeguard-node-image.lock scripts/build-node-image.sh
 
 lab-build: setup
 	lab/scripts/build-k8s.sh
