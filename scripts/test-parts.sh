@@ -119,8 +119,10 @@ if [ ${#beside[@]} -gt 0 ]; then
 fi
 
 if [ ${#prepare[@]} -gt 0 ] && [ ${#foreground[@]} -gt 0 ]; then
-  echo "=== make ${prepare[*]} (what the parts share; a failure here shows in the parts that need it)"
-  "${make_cmd[@]}" --no-print-directory "${prepare[@]}" || echo "make test: make ${prepare[*]} did not succeed"
+  # Side by side (the node image downloads Debian packages while Go compiles), lines kept whole.
+  echo "=== make ${prepare[*]} (what the parts share, side by side; a failure here shows in the parts that need it)"
+  "${make_cmd[@]}" --no-print-directory -j "${#prepare[@]}" --output-sync=line "${prepare[@]}" \
+    || echo "make test: make ${prepare[*]} did not succeed"
 fi
 
 for part in "${foreground[@]}"; do
