@@ -7,7 +7,7 @@ K8S_VERSION := $(shell awk '/^\tk8s.io\/kubernetes / {print $$2; exit}' lab/k8s-
 export PATH := $(CURDIR)/.venv/bin:$(or $(NODEGUARD_CACHE),$(HOME)/.cache/nodeguard)/k8s/$(K8S_VERSION)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: demo test setup images lab-build lab-up lab-down lab-status lab-matrix \
+.PHONY: demo test setup images lab-images lab-build lab-up lab-down lab-status lab-matrix \
         test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench
 
 ## demo: set up, start the lab, and tune it with playbooks/tune-failover.yml
@@ -19,11 +19,12 @@ demo: setup lab-up
 ## The parts in TEST_BESIDE run beside the others (scripts/test-parts.sh): the integration suite mostly
 ## waits for Kubernetes' timers, so sanity, Molecule, release, unit and lint use the cores meanwhile, niced,
 ## one after another, each one's output printed whole once it has ended. TEST_BESIDE= runs them in turn.
-## TEST_PREPARE is built first, once: the node image (Molecule and the labs) and the lab's Go build.
+## TEST_PREPARE is built first, once and side by side: the node image (Molecule and the labs), the labs'
+## images (Debian packages) and the lab's Go build, which the integration suite waits for.
 TEST_PARTS := test-unit test-lint test-sanity test-release test-molecule test-integration
 # unit and lint last: they write caches into the tree (.pytest_cache, .ruff_cache), which the labs copy at their start.
 TEST_BESIDE := test-sanity test-molecule test-release test-unit test-lint
-TEST_PREPARE := $(if $(filter test-integration,$(TEST_PARTS)),images lab-build)
+TEST_PREPARE := $(if $(filter test-integration,$(TEST_PARTS)),lab-images lab-build)
 test: setup
 	TEST_BESIDE="$(TEST_BESIDE)" TEST_PREPARE="$(TEST_PREPARE)" TEST_MAKE="$(MAKE)" scripts/test-parts.sh $(TEST_PARTS)
 
@@ -33,6 +34,13 @@ setup:
 # One node image build at a time (make test's TEST_PREPARE and Molecule beside it may ask at once): flock.
 images: setup
 	flock /var/lock/nodeguard-node-image.lock scripts/build-node-image.sh
+
+## lab-images: the lab's own images on the node image (control plane, workers, real-kubelet worker); each is
+## rebuilt only when its recipe hash changes. The private labs of make test then find them built.
+lab-images: images
+	lab/controlplane/controlplane.sh image
+	lab/workers/workers.sh image
+	NODEGUARD_LAB_REAL_KUBELET=1 lab/workers/workers.sh image
 
 lab-build: setup
 	lab/scripts/build-k8s.sh
