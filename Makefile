@@ -7,7 +7,7 @@ K8S_VERSION := $(shell awk '/^\tk8s.io\/kubernetes / {print $$2; exit}' lab/k8s-
 export PATH := $(CURDIR)/.venv/bin:$(or $(NODEGUARD_CACHE),$(HOME)/.cache/nodeguard)/k8s/$(K8S_VERSION)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
-.PHONY: demo test setup images lab-build lab-up lab-down lab-status lab-matrix \
+.PHONY: demo test setup images lab-images lab-build lab-up lab-down lab-status lab-matrix \
         test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench \
         ee test-ee
 
@@ -17,25 +17,31 @@ demo: setup lab-up
 
 ## test: set up and run every test part; a failing part does not stop the others.
 ## Ends with one summary line per part and exits non-zero if any part failed.
+## The parts in TEST_BESIDE run beside the others (scripts/test-parts.sh): the integration suite mostly
+## waits for Kubernetes' timers, so sanity, Molecule, release, unit and lint use the cores meanwhile, niced,
+## one after another, each one's output printed whole once it has ended. TEST_BESIDE= runs them in turn.
+## TEST_PREPARE is built first, once and side by side: the node image (Molecule and the labs), the labs'
+## images (Debian packages) and the lab's Go build, which the integration suite waits for.
 TEST_PARTS := test-unit test-lint test-sanity test-release test-molecule test-integration
+# unit and lint last: they write caches into the tree (.pytest_cache, .ruff_cache), which the labs copy at their start.
+TEST_BESIDE := test-sanity test-molecule test-release test-unit test-lint
+TEST_PREPARE := $(if $(filter test-integration,$(TEST_PARTS)),lab-images lab-build)
 test: setup
-	failed=0
-	summary=()
-	for part in $(TEST_PARTS); do
-	  echo "=== make $$part"
-	  started=$$(date +%s)
-	  if $(MAKE) --no-print-directory $$part; then result=ok; else result=FAILED; failed=1; fi
-	  summary+=("$$(printf '%-17s %-6s %5ss' "$$part" "$$result" "$$(( $$(date +%s) - started ))")")
-	done
-	echo "=== make test summary"
-	printf '  %s\n' "$${summary[@]}"
-	exit $$failed
+	TEST_BESIDE="$(TEST_BESIDE)" TEST_PREPARE="$(TEST_PREPARE)" TEST_MAKE="$(MAKE)" scripts/test-parts.sh $(TEST_PARTS)
 
 setup:
 	scripts/setup.sh
 
+# One node image build at a time (make test's TEST_PREPARE and Molecule beside it may ask at once): flock.
 images: setup
-	scripts/build-node-image.sh
+	flock /var/lock/nodeguard-node-image.lock scripts/build-node-image.sh
+
+## lab-images: the lab's own images on the node image (control plane, workers, real-kubelet worker); each is
+## rebuilt only when its recipe hash changes. The private labs of make test then find them built.
+lab-images: images
+	lab/controlplane/controlplane.sh image
+	lab/workers/workers.sh image
+	NODEGUARD_LAB_REAL_KUBELET=1 lab/workers/workers.sh image
 
 lab-build: setup
 	lab/scripts/build-k8s.sh

@@ -7,8 +7,8 @@
 #
 # The whole suite (no arguments) runs in two private labs side by side, each a fixed part of the test
 # directories (SHARDS below): most of its time is spent waiting for Kubernetes' own timers (grace periods,
-# Lease renewals), so two labs on two cores take little more than half the time of one. The second lab's
-# output is printed after the first's.
+# Lease renewals), so two labs on two cores take little more than half the time of one. Both labs start at
+# once (the images are built first, once); the second lab's output is printed after the first's.
 #
 #   scripts/integration.sh                       the whole suite, two private labs
 #   scripts/integration.sh [pytest args...]      one private lab, e.g. scripts/integration.sh -k controlplane
@@ -91,12 +91,18 @@ done
 pytest=("$repo/.venv/bin/pytest" -v -rfEs --durations=15 -p no:cacheprovider)
 
 echo "integration: private lab $first_lab (stock settings); the user's lab is not touched"
-# The first lab builds the images; the second finds them built.
-in_lab "$first_lab" up
 if [ $# -gt 0 ]; then
+  in_lab "$first_lab" up
   in_lab "$first_lab" run "${pytest[@]}" tests/integration "$@"
   exit
 fi
+
+# The lab's images, built (or found up to date: recipe hashes) once here, outside the private labs, so that
+# both labs start at once and neither builds them (make test has built them already: make lab-images).
+flock /var/lock/nodeguard-node-image.lock scripts/build-node-image.sh
+lab/controlplane/controlplane.sh image
+lab/workers/workers.sh image
+NODEGUARD_LAB_REAL_KUBELET=1 lab/workers/workers.sh image
 
 # Two labs at once need more inotify instances than the kernel's default of 128 (systemd in every node
 # container takes some; a container that finds none left exits at once): raise the limit, as bench/run.sh does.
@@ -106,13 +112,18 @@ if [ "$(cat /proc/sys/fs/inotify/max_user_instances)" -lt 512 ]; then
 fi
 second_lab=${labs[1]}
 second_log=$(mktemp -t nodeguard-integration-XXXXXX.log)
-echo "integration: private lab $second_lab beside it for ${SHARDS[1]} (its output follows the first lab's)"
+echo "integration: private lab $second_lab beside it for ${SHARDS[1]}, started at the same time (its output follows the first lab's)"
 # shellcheck disable=SC2086  # the shard's directories are separate words
 { in_lab "$second_lab" up && in_lab "$second_lab" run "${pytest[@]}" ${SHARDS[1]}; } >"$second_log" 2>&1 &
 second_pid=$!
 first_status=0
-# shellcheck disable=SC2086  # the shard's directories are separate words
-in_lab "$first_lab" run "${pytest[@]}" ${SHARDS[0]} || first_status=$?
+if in_lab "$first_lab" up; then
+  # shellcheck disable=SC2086  # the shard's directories are separate words
+  in_lab "$first_lab" run "${pytest[@]}" ${SHARDS[0]} || first_status=$?
+else
+  first_status=$?
+  echo "integration: error: the private lab $first_lab did not come up (${SHARDS[0]} not run)" >&2
+fi
 second_status=0
 wait "$second_pid" || second_status=$?
 echo "=== integration: private lab $second_lab (${SHARDS[1]})"

@@ -34,7 +34,8 @@ trap 'exit 130' INT TERM
 
 # The scenarios put their containers on a podman network of their own, nodeguard-molecule, which
 # the podman driver creates (on a free subnet) and deletes with the scenario.
-scripts/build-node-image.sh || exit 1
+# (flock: one build at a time; make test may be building it beside this, see the Makefile's images)
+flock /var/lock/nodeguard-node-image.lock scripts/build-node-image.sh || exit 1
 
 started=$SECONDS
 failed=()

@@ -2,9 +2,12 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What the collection knows about each Kubernetes distribution and kubeadm API, in one table each.
 
-The model, the file readers (failover_node_info), the renderers and the roles (through the
-``failover_distribution`` filter) read these tables; nothing else names a path, a service or a
-marker file. docs/distributions.md explains each entry.
+``DISTRIBUTIONS`` is the one registry of distributions. The model, the file readers (failover_node_info),
+the renderers and the roles (through the ``failover_distribution`` filter) read it; nothing else names a
+path, a service or a marker file. The lists that cannot import it (role argument_specs, module
+DOCUMENTATION, the table in docs/distributions.md) are generated from it by scripts/render-distributions.py,
+and tests/unit/model/test_distribution_lists.py fails when any list disagrees with it.
+docs/architecture.md ("Add a distribution") says how to add one.
 """
 
 from __future__ import annotations
@@ -16,6 +19,10 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.errors import P
 
 class Distribution(NamedTuple):
     name: str
+    # How the component flags are stored, which names the renderer and the readers that handle them:
+    # "kubeadm" (static pod manifests + a kubelet config file), "rancher" (config.yaml + config.yaml.d,
+    # kubelet drop-ins), "rke1" (cluster.yml on the config host). Role control_plane_flags runs tasks/<config_format>.yml.
+    config_format: str
     # Files or directories whose presence says "this host runs it" (absolute, before any root prefix).
     markers: tuple
     # The kubelet's kubeconfig on a node (which API server address the kubelet uses).
@@ -39,6 +46,7 @@ class Distribution(NamedTuple):
 DISTRIBUTIONS = {
     "kubeadm": Distribution(
         name="kubeadm",
+        config_format="kubeadm",
         markers=("/etc/kubernetes/manifests/kube-apiserver.yaml", "/etc/kubernetes/manifests/kube-controller-manager.yaml",
                  "/etc/kubernetes/kubelet.conf"),
         kubelet_kubeconfig="/etc/kubernetes/kubelet.conf",
@@ -53,6 +61,7 @@ DISTRIBUTIONS = {
     ),
     "rke1": Distribution(
         name="rke1",
+        config_format="rke1",
         # The nodes carry only the kube-node kubeconfig; the settings are in cluster.yml on the config host.
         markers=("/etc/kubernetes/ssl/kubecfg-kube-node.yaml",),
         kubelet_kubeconfig="/etc/kubernetes/ssl/kubecfg-kube-node.yaml",
@@ -67,6 +76,7 @@ DISTRIBUTIONS = {
     ),
     "rke2": Distribution(
         name="rke2",
+        config_format="rancher",
         markers=("/etc/rancher/rke2", "/var/lib/rancher/rke2"),
         kubelet_kubeconfig="/var/lib/rancher/rke2/agent/kubelet.kubeconfig",
         server_service="rke2-server",
@@ -81,6 +91,7 @@ DISTRIBUTIONS = {
     ),
     "k3s": Distribution(
         name="k3s",
+        config_format="rancher",
         markers=("/etc/rancher/k3s", "/var/lib/rancher/k3s"),
         kubelet_kubeconfig="/var/lib/rancher/k3s/agent/kubelet.kubeconfig",
         server_service="k3s",
@@ -94,7 +105,13 @@ DISTRIBUTIONS = {
     ),
 }
 NAMES = tuple(DISTRIBUTIONS)
-RANCHER = ("rke2", "k3s")
+RANCHER = tuple(name for name, entry in DISTRIBUTIONS.items() if entry.config_format == "rancher")
+
+
+def listed(names) -> str:
+    """Names for a message: "kubeadm, rke1, rke2 or k3s"."""
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 def distribution(name) -> Distribution:

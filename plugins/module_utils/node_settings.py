@@ -13,6 +13,7 @@ import os
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import NAMES as DISTRIBUTIONS
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution as layout
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import listed
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
@@ -68,7 +69,7 @@ def detect(paths: Paths, declared: str) -> str:
         return looks_like[0]
     if not looks_like:
         looked = ", ".join(p for name in DISTRIBUTIONS for p in paths.markers(name))
-        raise FileEditError(f"this host does not look like kubeadm, rke1, rke2 or k3s (looked for {looked})")
+        raise FileEditError(f"this host does not look like {listed(DISTRIBUTIONS)} (looked for {looked})")
     raise FileEditError(f"this host looks like {' and '.join(looks_like)}; set distribution to the one it runs")
 
 
@@ -118,7 +119,7 @@ class Reader:
             self.settings["kubelet"].update(kubelet.read_settings(document, path))
 
 
-def read_kubeadm(reader: Reader, paths: Paths) -> None:
+def read_kubeadm(reader: Reader, paths: Paths, _distribution: str) -> None:
     flags = {}
     for component in ("kube-controller-manager", "kube-apiserver"):
         path = os.path.join(paths.manifests_dir, component + ".yaml")
@@ -129,7 +130,7 @@ def read_kubeadm(reader: Reader, paths: Paths) -> None:
     reader.kubelet_file(paths.kubelet_config)
 
 
-def read_rke1(reader: Reader, paths: Paths) -> None:
+def read_rke1(reader: Reader, paths: Paths, _distribution: str) -> None:
     if not paths.rke1_cluster_config:
         raise FileEditError("distribution rke1 needs rke1_cluster_config: the settings live in cluster.yml")
     path = paths.rke1_cluster_config
@@ -159,6 +160,10 @@ def read_rancher(reader: Reader, paths: Paths, distribution: str) -> None:
     reader.settings["kubelet"].update(kubelet.flags_to_settings(kubelet_flags))
 
 
+# One reader per config_format of the registry (module_utils/distributions.py).
+READERS = {"kubeadm": read_kubeadm, "rke1": read_rke1, "rancher": read_rancher}
+
+
 def read_sysctls(names: list) -> dict:
     values = {}
     for name in names:
@@ -175,12 +180,7 @@ def read_node(params: dict) -> dict:
     paths = Paths(params)
     distribution = detect(paths, params["distribution"])
     reader = Reader()
-    if distribution == "kubeadm":
-        read_kubeadm(reader, paths)
-    elif distribution == "rke1":
-        read_rke1(reader, paths)
-    else:
-        read_rancher(reader, paths, distribution)
+    READERS[layout(distribution).config_format](reader, paths, distribution)
     settings = dict(reader.settings, sysctl=read_sysctls(params["sysctls"]))
     return {
         "changed": False,
