@@ -50,7 +50,7 @@ def mapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return load
 
 
-def record(message="ResourcePoweredOff", origin="/redfish/v1/Systems/ng-worker1", timestamp="2026-11-23T08:00:00Z", event_id="ev-1") -> dict:
+def record(message="ResourcePoweredOff", origin="/redfish/v1/Systems/ng-worker1", timestamp="2026-11-23T08:00:00.000Z", event_id="ev-1") -> dict:
     return {
         "EventId": event_id,
         "EventTimestamp": timestamp,
@@ -115,13 +115,17 @@ def test_each_record_of_a_post_is_one_event(mapped) -> None:
 
 
 @pytest.mark.parametrize("timestamp, normalised", [
-    ("2026-11-23T09:00:00+01:00", "2026-11-23T08:00:00Z"),
-    ("2026-11-23T02:30:00-05:30", "2026-11-23T08:00:00Z"),
+    ("2026-11-23T09:00:00.5+01:00", "2026-11-23T08:00:00.5Z"),
+    ("2026-11-23T02:30:00.000-05:30", "2026-11-23T08:00:00Z"),
+    ("2026-11-23T00:00:00.000-0800", "2026-11-23T08:00:00Z"),  # iDRAC's offset without colon
+    # whole seconds: the last microsecond of that second (the power went some time within it)
+    ("2026-11-23T09:00:00+01:00", "2026-11-23T08:00:00.999999Z"),
+    ("2026-11-23T00:00:00-0800", "2026-11-23T08:00:00.999999Z"),
     ("2026-11-23T08:00:00.250Z", "2026-11-23T08:00:00.25Z"),
     ("2026-11-23T08:00:00.000Z", "2026-11-23T08:00:00Z"),
     ("2026-11-23t08:00:00.123456789z", "2026-11-23T08:00:00.123456Z"),
-    ("2026-12-31T23:59:60Z", "2026-12-31T23:59:59Z"),
-    ("2027-01-01T00:30:00+01:00", "2026-12-31T23:30:00Z"),
+    ("2026-12-31T23:59:60.000Z", "2026-12-31T23:59:59Z"),
+    ("2027-01-01T00:30:00.000+01:00", "2026-12-31T23:30:00Z"),
 ])
 def test_the_time_is_normalised_to_rfc3339_utc(mapped, timestamp: str, normalised: str) -> None:
     (out,) = mapped()(event(record(timestamp=timestamp)))
@@ -197,11 +201,11 @@ def test_the_payload_context_does_not_matter(mapped) -> None:
 
 VENDORS = [
     # fixture, node, system, state, event_id, time (UTC)
-    ("dmtf-resourceevent-1.3-powered-off.json", "ng-worker1", "/redfish/v1/Systems/ng-worker1", "Off", "4711", "2026-11-23T08:00:00Z"),
-    ("openbmc-dcpoweroff.json", "ng-worker1", "/redfish/v1/Systems/system", "Off", "6", "2026-11-23T08:00:00Z"),
+    ("dmtf-resourceevent-1.3-powered-off.json", "ng-worker1", "/redfish/v1/Systems/ng-worker1", "Off", "4711", "2026-11-23T08:00:00.999999Z"),
+    ("openbmc-dcpoweroff.json", "ng-worker1", "/redfish/v1/Systems/system", "Off", "6", "2026-11-23T08:00:00.999999Z"),
     ("hpe-ilo6-server-powered-off.json", "ng-worker1", "/redfish/v1/Systems/1", "Off", "2c7b0b4c-0f8d-4f5e-9b8d-7a0a3c2f1e10",
-     "2026-11-23T08:00:00Z"),
-    ("dell-idrac9-sys1001.json", "ng-worker1", "/redfish/v1/Systems/System.Embedded.1", "Off", "2312", "2026-11-23T08:00:00Z"),
+     "2026-11-23T08:00:00.999999Z"),
+    ("dell-idrac9-sys1001.json", "ng-worker1", "/redfish/v1/Systems/System.Embedded.1", "Off", "2312", "2026-11-23T08:00:00.999999Z"),
 ]
 
 

@@ -194,12 +194,16 @@ def _junk(value: Any, depth: int = 0) -> str:
 
 def normalised_time(value: Any) -> str:
     """``value`` (RFC 3339, or an offset without colon) as the same instant in UTC: ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``
-    (fraction only when not zero, microseconds, trailing zeros dropped). Empty when it is not such a time."""
+    (fraction only when not zero, microseconds, trailing zeros dropped). Empty when it is not such a time.
+
+    A time in whole seconds (iLO, iDRAC and bmcweb write no fraction) says "some moment within that second": it
+    becomes the second's last microsecond, so that node-outage does not take a Lease renewed earlier in that same
+    second, before the power went, for a sign of life after the event (a refusal one power-off in ten otherwise)."""
     found = RFC3339.fullmatch(value) if isinstance(value, str) else None
     if not found:
         return ""
     year, month, day, hour, minute, second = (int(found.group(n)) for n in range(1, 7))  # a leap second 60 counts as 59
-    micro = int((found.group(7) or ".0")[1:7].ljust(6, "0"))
+    micro = int(found.group(7)[1:7].ljust(6, "0")) if found.group(7) else 999999
     offset = datetime.timedelta(0)
     if found.group(9):
         offset = datetime.timedelta(hours=int(found.group(10)), minutes=int(found.group(11)))
