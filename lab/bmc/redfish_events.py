@@ -1,15 +1,22 @@
 """Redfish EventService of the lab BMC: subscriptions and power Events (DSP0266, EventService and
-EventDestination schemas; messages from the DMTF ResourceEvent registry).
+EventDestination schemas), in the shape of a chosen vendor (a personality).
 
+- Personalities (PERSONALITIES; docs/power-events.md has each vendor's table and sources): `dmtf` (DMTF
+  ResourceEvent registry 1.3.0), `openbmc` (bmcweb, OpenBMC registry 0.1: no Context at the payload root),
+  `hpe` (iLO 6, iLOResourceEvents: OriginOfCondition a plain string) and `dell` (iDRAC9, IDRAC registry SYS
+  messages: numeric EventId, a -0800 offset). The personality is read from a file at each power change and
+  each request (NODEGUARD_BMC_EVENT_PERSONALITY_FILE; missing = dmtf), so a test can switch it without a
+  restart; the EventService resource says which vendor and version it imitates. Only the events change:
+  URLs stay the lab's (/redfish/v1/Systems/<node>).
 - Subscriptions (EventDestination) are created, listed, read and deleted over Redfish and stored in
   one JSON file (mode 0600: it holds the subscribers' HttpHeaders, e.g. a bearer token), so they
-  survive a restart of the emulator.
+  survive a restart of the emulator. RegistryPrefixes may only name the personality's registry.
 - HttpHeaders are write-only: a GET shows `"HttpHeaders": []`, as the schema asks.
 - Destinations must be https; deliveries verify the receiver's certificate against the configured
   CA file (NODEGUARD_BMC_EVENT_CA) or the system trust store, follow no redirects, use no proxy.
-- Every power change becomes one Event per matching subscription (OriginResources empty or naming
-  the system; RegistryPrefixes empty or holding ResourceEvent), POSTed by a delivery thread of that
-  subscription: in order, a few retries with backoff, never on a Redfish request's thread.
+- Every power change the personality reports becomes one Event per matching subscription (OriginResources
+  empty or naming the system; RegistryPrefixes empty or holding the personality's registry), POSTed by a
+  delivery thread of that subscription: in order, a few retries with backoff, never on a Redfish request's thread.
 - Logs name the subscription, the message and the receiver's host and port: never a header, a path
   or a query (either may carry a token).
 """
@@ -18,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import http.client
+import itertools
 import json
 import logging
 import os
@@ -29,19 +37,45 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 from urllib.parse import urlsplit
 
 SERVICE_PATH = "/redfish/v1/EventService"
 SUBSCRIPTIONS_PATH = SERVICE_PATH + "/Subscriptions"
 SYSTEMS_PATH = "/redfish/v1/Systems/"
-REGISTRY_PREFIX = "ResourceEvent"
 
-# Power state -> (MessageId, Message, MessageSeverity), ResourceEvent registry 1.0.
-MESSAGES = {
-    "Off": ("ResourceEvent.1.0.ResourcePoweredOff", "The resource has been powered off.", "Warning"),
-    "PoweringOff": ("ResourceEvent.1.0.ResourcePoweringOff", "The resource is powering off.", "Warning"),
-    "On": ("ResourceEvent.1.0.ResourcePoweredOn", "The resource has been powered on.", "OK"),
+
+class Personality(NamedTuple):
+    """How one vendor's BMC reports power changes. messages: power state -> (MessageId, Message); a state the
+    vendor does not report is absent (OpenBMC, iLO and iDRAC send nothing for PoweringOff)."""
+
+    registry: str
+    imitates: str
+    messages: dict
+
+
+PERSONALITIES = {
+    "dmtf": Personality("ResourceEvent", "DMTF Redfish ResourceEvent message registry 1.3.0, Event v1_7_0", {
+        "Off": ("ResourceEvent.1.3.0.ResourcePoweredOff", "The resource '{system}' has powered off."),
+        "PoweringOff": ("ResourceEvent.1.3.0.ResourcePoweringOff", "The resource '{system}' is powering off."),
+        "On": ("ResourceEvent.1.3.0.ResourcePoweredOn", "The resource '{system}' has powered on."),
+    }),
+    "openbmc": Personality("OpenBMC", "OpenBMC bmcweb, OpenBMC message registry 0.1.0", {
+        "Off": ("OpenBMC.0.1.DCPowerOff", "Host system DC power is off"),
+        "On": ("OpenBMC.0.1.DCPowerOn", "Host system DC power is on"),
+    }),
+    "hpe": Personality("iLOResourceEvents", "HPE iLO 6, iLOResourceEvents registry 1.0", {
+        "Off": ("iLOResourceEvents.1.0.ServerPoweredOff", "The server is powered off."),
+        "On": ("iLOResourceEvents.1.0.ServerPoweredOn", "The server is powered on."),
+    }),
+    "dell": Personality("IDRAC", "Dell iDRAC9, IDRAC message registry 2.8 (SYS messages)", {
+        "Off": ("IDRAC.2.8.SYS1001", "System is turning off."),
+        "On": ("IDRAC.2.8.SYS1000", "System is turning on."),
+    }),
 }
+DEFAULT_PERSONALITY = "dmtf"
+IDRAC_ZONE = datetime.timezone(datetime.timedelta(hours=-8))  # iDRAC writes its local time: -0800 here
+_numbers = itertools.count(1000)  # OpenBMC's and iDRAC's event ids are numbers
 
 MAX_SUBSCRIPTIONS = 64
 MAX_CONTEXT = 256
@@ -78,7 +112,17 @@ def rfc3339(when: datetime.datetime) -> str:
 
 # --- subscriptions ------------------------------------------------------------------------------------
 
-def parse_subscription(body: object, systems: list[str]) -> dict:
+def personality_from(path: str | None) -> tuple[str, Personality]:
+    """The personality named in the file at ``path`` (one word), the default when there is none."""
+    name = DEFAULT_PERSONALITY
+    if path and Path(path).exists():
+        name = Path(path).read_text().strip() or DEFAULT_PERSONALITY
+    if name not in PERSONALITIES:
+        raise ValueError(f"unknown event personality {name!r} in {path}: one of {', '.join(sorted(PERSONALITIES))}")
+    return name, PERSONALITIES[name]
+
+
+def parse_subscription(body: object, systems: list[str], registry: str = PERSONALITIES[DEFAULT_PERSONALITY].registry) -> dict:
     """Check a POSTed EventDestination; return what is stored (with the headers). Raises InvalidRequest."""
     if not isinstance(body, dict):
         raise InvalidRequest("The request body must be a JSON object")
@@ -91,7 +135,7 @@ def parse_subscription(body: object, systems: list[str]) -> dict:
         "Protocol": _one_of(body, "Protocol", "Redfish"),
         "EventFormatType": _one_of(body, "EventFormatType", "Event"),
         "SubscriptionType": _one_of(body, "SubscriptionType", "RedfishEvent"),
-        "RegistryPrefixes": _registry_prefixes(body.get("RegistryPrefixes", [])),
+        "RegistryPrefixes": _registry_prefixes(body.get("RegistryPrefixes", []), registry),
         "OriginResources": _origin_resources(body.get("OriginResources", []), systems),
         "HttpHeaders": _http_headers(body.get("HttpHeaders", [])),
     }
@@ -130,9 +174,9 @@ def _one_of(body: dict, name: str, only: str) -> str:
     return value
 
 
-def _registry_prefixes(value: object) -> list[str]:
-    if not isinstance(value, list) or any(prefix != REGISTRY_PREFIX for prefix in value):
-        raise InvalidRequest(f"RegistryPrefixes must be a list; the only registry this service uses is {REGISTRY_PREFIX}")
+def _registry_prefixes(value: object, registry: str) -> list[str]:
+    if not isinstance(value, list) or any(prefix != registry for prefix in value):
+        raise InvalidRequest(f"RegistryPrefixes must be a list; the only registry this service uses is {registry}")
     return sorted(set(value))
 
 
@@ -182,10 +226,10 @@ def public_view(sub_id: str, sub: dict) -> dict:
     }
 
 
-def matches(sub: dict, system: str) -> bool:
+def matches(sub: dict, system: str, registry: str = PERSONALITIES[DEFAULT_PERSONALITY].registry) -> bool:
     origins = {origin["@odata.id"] for origin in sub["OriginResources"]}
     prefixes = set(sub["RegistryPrefixes"])
-    return (not origins or SYSTEMS_PATH + system in origins) and (not prefixes or REGISTRY_PREFIX in prefixes)
+    return (not origins or SYSTEMS_PATH + system in origins) and (not prefixes or registry in prefixes)
 
 
 class SubscriptionStore:
@@ -230,34 +274,52 @@ class SubscriptionStore:
 
 # --- events and delivery ------------------------------------------------------------------------------
 
-def event_record(system: str, state: str, when: datetime.datetime) -> dict:
-    message_id, message, severity = MESSAGES[state]
-    return {
+def event_record(system: str, state: str, when: datetime.datetime, personality: str = DEFAULT_PERSONALITY) -> dict | None:
+    """The event record ``personality``'s vendor sends for this power change, or None when it sends none."""
+    if state not in PERSONALITIES[personality].messages:
+        return None
+    message_id, message = PERSONALITIES[personality].messages[state]
+    message = message.format(system=system)
+    if personality == "openbmc":  # bmcweb: a log entry; no OriginOfCondition, the subscription's Context per record
+        return {"@odata.type": "#Message.v1_1_1.Message", "EventId": str(next(_numbers)),
+                "EventTimestamp": when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S+00:00"), "EventType": "Event",
+                "Message": message, "MessageArgs": [], "MessageId": message_id, "MessageSeverity": "OK", "Severity": "OK"}
+    if personality == "hpe":  # iLO: OriginOfCondition a plain string with a trailing slash
+        return {"EventId": str(uuid.uuid4()), "EventTimestamp": when.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "EventType": "Alert", "Message": message, "MessageArgs": [], "MessageId": message_id,
+                "OriginOfCondition": f"{SYSTEMS_PATH}{system}/", "Severity": "OK"}
+    if personality == "dell":  # iDRAC9: numeric EventId, local time with an offset without colon
+        return {"EventId": next(_numbers), "EventTimestamp": when.astimezone(IDRAC_ZONE).strftime("%Y-%m-%dT%H:%M:%S-0800"),
+                "EventType": "Alert", "MemberId": uuid.uuid4().hex[:8], "Message": message, "MessageArgs": [],
+                "MessageArgs@odata.count": 0, "MessageId": message_id, "MessageSeverity": "OK",
+                "OriginOfCondition": {"@odata.id": SYSTEMS_PATH + system}, "Severity": "OK"}
+    return {  # DMTF ResourceEvent 1.3.0: the resource's name as the one argument
         "EventId": uuid.uuid4().hex,
         "EventTimestamp": rfc3339(when),
-        "MessageSeverity": severity,
+        "MessageSeverity": "OK",
         "Message": message,
         "MessageId": message_id,
-        "MessageArgs": [],
+        "MessageArgs": [system],
         "OriginOfCondition": {"@odata.id": SYSTEMS_PATH + system},
     }
 
 
-def event_payload(record: dict, context: str) -> dict:
-    return {
-        "@odata.type": "#Event.v1_7_0.Event",
-        "Id": uuid.uuid4().hex,
-        "Name": "Power event",
-        "Context": context,
-        "Events": [record],
-    }
+def event_payload(record: dict, context: str, personality: str = DEFAULT_PERSONALITY) -> dict:
+    """The Event POSTed to one subscription; ``personality`` decides where the Context goes."""
+    if personality == "openbmc":  # bmcweb sends no Context at the payload root
+        return {"@odata.type": "#Event.v1_4_0.Event", "Id": str(record["EventId"]), "Name": "Event Log",
+                "Events": [dict(record, Context=context)]}
+    names = {"hpe": ("#Event.v1_2_0.Event", "Events"), "dell": ("#Event.v1_4_0.Event", "Event Array")}
+    odata_type, name = names.get(personality, ("#Event.v1_7_0.Event", "Power event"))
+    return {"@odata.type": odata_type, "Id": uuid.uuid4().hex, "Name": name, "Context": context, "Events": [record]}
 
 
 class EventService:
     """Publishes power changes to the matching subscriptions; one delivery thread per subscription."""
 
-    def __init__(self, store: SubscriptionStore, ca_file: str | None, ca_required: bool):
+    def __init__(self, store: SubscriptionStore, ca_file: str | None, ca_required: bool, personality_file: str | None = None):
         self.store = store
+        self.personality_file = personality_file
         # ca_required: the CA was named explicitly; if the file is missing, deliveries fail (never fall
         # back to another trust store). Otherwise a missing file means the system trust store.
         self.ca_file = ca_file
@@ -265,14 +327,22 @@ class EventService:
         self._queues: dict[str, queue.Queue] = {}
         self._lock = threading.Lock()
 
+    def personality(self) -> tuple[str, Personality]:
+        """The personality now (re-read each time: a test switches it without a restart)."""
+        return personality_from(self.personality_file)
+
     def power_changed(self, system: str, state: str, when: datetime.datetime) -> None:
         """Queue one Event per matching subscription and return at once."""
-        record = event_record(system, state, when)
-        targets = [sub_id for sub_id, sub in self.store.items() if matches(sub, system)]
-        log.info("%s %s at %s (event %s): %d subscription(s)", system, record["MessageId"],
-                 record["EventTimestamp"], record["EventId"], len(targets))
+        name, personality = self.personality()
+        record = event_record(system, state, when, name)
+        if record is None:
+            log.info("%s %s: %s sends no event for it", system, state, name)
+            return
+        targets = [sub_id for sub_id, sub in self.store.items() if matches(sub, system, personality.registry)]
+        log.info("%s %s at %s (event %s, %s): %d subscription(s)", system, record["MessageId"],
+                 record["EventTimestamp"], record["EventId"], name, len(targets))
         for sub_id in targets:
-            self._queue(sub_id).put(record)
+            self._queue(sub_id).put((name, record))
 
     def _queue(self, sub_id: str) -> queue.Queue:
         with self._lock:
@@ -296,15 +366,16 @@ class EventService:
         with self._lock:
             events = self._queues[sub_id]
         while True:
-            record = events.get()
-            if record is None:
+            item = events.get()
+            if item is None:
                 return
+            name, record = item
             try:
-                self._deliver(sub_id, record)
+                self._deliver(sub_id, record, name)
             except Exception as e:  # noqa: BLE001 - a delivery thread must not die: the next event deserves its try
                 log.error("subscription %s: event %s not delivered: %s", sub_id, record["EventId"], type(e).__name__)
 
-    def _deliver(self, sub_id: str, record: dict) -> None:
+    def _deliver(self, sub_id: str, record: dict, personality: str = DEFAULT_PERSONALITY) -> None:
         payload = None
         for attempt, delay in enumerate((0.0, *RETRY_DELAYS), start=1):
             time.sleep(delay)
@@ -312,7 +383,7 @@ class EventService:
             if sub is None:
                 log.info("subscription %s deleted: event %s dropped", sub_id, record["EventId"])
                 return
-            payload = payload or event_payload(record, sub["Context"])  # the same Id on every attempt
+            payload = payload or event_payload(record, sub["Context"], personality)  # the same Id on every attempt
             url = urlsplit(sub["Destination"])
             receiver = f"{url.hostname}:{url.port or 443}"
             try:
@@ -372,18 +443,20 @@ def _describe(e: Exception) -> str:
 
 # --- the Redfish resources ----------------------------------------------------------------------------
 
-def event_service_resource() -> dict:
+def event_service_resource(personality: str = DEFAULT_PERSONALITY) -> dict:
     return {
         "@odata.type": "#EventService.v1_7_0.EventService",
         "@odata.id": SERVICE_PATH,
         "Id": "EventService",
         "Name": "Event Service",
+        "Description": f"nodeguard lab BMC; its events imitate {PERSONALITIES[personality].imitates}",
+        "Oem": {"Nodeguard": {"Personality": personality, "Imitates": PERSONALITIES[personality].imitates}},
         "ServiceEnabled": True,
         "Status": {"State": "Enabled", "Health": "OK"},
         "DeliveryRetryAttempts": len(RETRY_DELAYS),
         "DeliveryRetryIntervalSeconds": int(RETRY_DELAYS[0]),
         "EventFormatTypes": ["Event"],
-        "RegistryPrefixes": [REGISTRY_PREFIX],
+        "RegistryPrefixes": [PERSONALITIES[personality].registry],
         "ResourceTypes": ["ComputerSystem"],
         "Subscriptions": {"@odata.id": SUBSCRIPTIONS_PATH},
     }
@@ -400,7 +473,7 @@ def register(app, service: EventService, systems: list[str]) -> None:
 
     @app.route(SERVICE_PATH, methods=["GET"])
     def event_service():
-        return respond(event_service_resource())
+        return respond(event_service_resource(service.personality()[0]))
 
     @app.route(SUBSCRIPTIONS_PATH, methods=["GET", "POST"])
     def subscriptions():
@@ -415,7 +488,7 @@ def register(app, service: EventService, systems: list[str]) -> None:
             })
         body = flask.request.get_json(silent=True)
         try:
-            sub = parse_subscription(body, systems)
+            sub = parse_subscription(body, systems, service.personality()[1].registry)
             sub_id = service.store.add(sub)
         except InvalidRequest as e:
             raise error.BadRequest(str(e)) from None

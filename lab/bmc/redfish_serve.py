@@ -45,6 +45,7 @@ def start_event_service(app) -> None:
         redfish_events.SubscriptionStore(Path(config["NODEGUARD_BMC_EVENT_SUBSCRIPTIONS"])),
         ca_file=config.get("NODEGUARD_BMC_EVENT_CA") or None,
         ca_required=bool(config.get("NODEGUARD_BMC_EVENT_CA_REQUIRED")),
+        personality_file=config.get("NODEGUARD_BMC_EVENT_PERSONALITY_FILE") or None,
     )
     driver = app.systems  # our PodmanSystemsDriver, created once for the app
     driver.events = service

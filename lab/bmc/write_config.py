@@ -88,6 +88,9 @@ def sushy_config(state: Path, listen_ip: str, port: int, nodes: list[str], auth_
         "NODEGUARD_BMC_EVENT_SUBSCRIPTIONS": str(state / "event-subscriptions.json"),
         "NODEGUARD_BMC_EVENT_CA": str(event_ca or state / "event-ca.pem"),
         "NODEGUARD_BMC_EVENT_CA_REQUIRED": event_ca is not None,
+        # Whose events the EventService imitates (redfish_events.PERSONALITIES): one word in this file, read at
+        # each power change; missing = dmtf. Tests switch it without restarting the service.
+        "NODEGUARD_BMC_EVENT_PERSONALITY_FILE": str(state / "event-personality"),
     }
     lines = ["# Written by lab/bmc/write_config.py; sushy-tools reads it as Python."]
     lines += [f"{key} = {value!r}" for key, value in settings.items()]

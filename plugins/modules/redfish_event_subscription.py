@@ -52,16 +52,34 @@ options:
     required: true
   context:
     description:
-      - The subscription's C(Context), at most 256 characters; the BMC copies it into every event. The rulebook maps
-        it to the node (C(nodeguard:<node name>) by convention).
+      - The subscription's C(Context), at most 256 characters; the BMC copies it into events. With O(destination) it
+        names the subscription (C(nodeguard:<node name>) by convention). The power-event rulebook does not use it to
+        identify the BMC (the path and the token do, see O(token_key)).
     type: str
     required: true
   registry_prefixes:
     description:
       - Message registries whose events are sent. An empty list means every registry.
+      - Unset, the registries of O(vendor) (C(ResourceEvent) when O(vendor) is unset too). Not together with O(vendor).
     type: list
     elements: str
-    default: [ResourceEvent]
+  vendor:
+    description:
+      - The BMC's kind, for the registries its power messages come from (see C(docs/power-events.md)).
+        V(dmtf) C(ResourceEvent), V(openbmc) C(OpenBMC), V(hpe) C(iLOResourceEvents) (iLO 6 and 7),
+        V(dell) C(IDRAC) (iDRAC9).
+    type: str
+    choices: [dmtf, openbmc, hpe, dell]
+  token_key:
+    description:
+      - The power-event rulebook's key (its C(NODEGUARD_EDA_TOKEN)). With O(token_node), the BMC gets the header
+        C(X-Nodeguard-Token) with its own token, HMAC-SHA256 of the node name under this key, which the rulebook checks.
+        The key itself is never sent. Like O(http_headers), sent only when the subscription is created.
+    type: str
+  token_node:
+    description:
+      - The Kubernetes node this BMC belongs to, for O(token_key).
+    type: str
   origin_resources:
     description:
       - System paths (C(/redfish/v1/Systems/<id>)) whose events are sent. Unset or empty means every resource of the
@@ -112,6 +130,18 @@ EXAMPLES = r"""
     http_headers:
       Authorization: "Bearer {{ new_token }}"
     force: true
+
+- name: Send an iDRAC9's power events to the power-event rulebook, with its own token
+  nodeguard.failover.redfish_event_subscription:
+    address: https://idrac-worker4.example
+    username: root
+    password: "{{ bmc_password }}"
+    destination: https://eda.example:5001/redfish-events/worker4
+    context: nodeguard:worker4
+    origin_resources: [/redfish/v1/Systems/System.Embedded.1]
+    vendor: dell
+    token_key: "{{ lookup('ansible.builtin.env', 'NODEGUARD_EDA_TOKEN') }}"
+    token_node: worker4
 
 - name: Stop sending worker3's events
   nodeguard.failover.redfish_event_subscription:
@@ -170,18 +200,24 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish_args import REDFISH_SERVICE_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish_events import (
+    TOKEN_HEADER,
     EventSubscriptions,
+    bmc_token,
     check_desired,
     desired_summary,
     header_secrets,
     plan,
+    registries_for,
 )
 
 OPTIONS = {
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "destination": {"type": "str", "required": True},
     "context": {"type": "str", "required": True},
-    "registry_prefixes": {"type": "list", "elements": "str", "default": ["ResourceEvent"]},
+    "registry_prefixes": {"type": "list", "elements": "str"},
+    "vendor": {"type": "str", "choices": ["dmtf", "openbmc", "hpe", "dell"]},
+    "token_key": {"type": "str", "no_log": True},
+    "token_node": {"type": "str", "no_log": False},  # a node name, not a secret
     "origin_resources": {"type": "list", "elements": "str", "default": []},
     "http_headers": {"type": "dict", "default": {}, "no_log": True},
     "force": {"type": "bool", "default": False},
@@ -210,10 +246,19 @@ def _diff(steps, desired, state: str) -> dict:
 
 
 def main():
-    module = AnsibleModule(argument_spec=dict(REDFISH_SERVICE_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
+    module = AnsibleModule(
+        argument_spec=dict(REDFISH_SERVICE_ARGUMENT_SPEC, **OPTIONS),
+        supports_check_mode=True,
+        mutually_exclusive=[("registry_prefixes", "vendor")],
+        required_together=[("token_key", "token_node")],
+    )
     p = module.params
     try:
-        desired = check_desired(p["destination"], p["context"], p["registry_prefixes"], p["origin_resources"], p["http_headers"])
+        headers = dict(p["http_headers"])
+        if p["token_key"]:
+            headers[TOKEN_HEADER] = bmc_token(p["token_key"], p["token_node"])
+        registries = registries_for(p["vendor"], p["registry_prefixes"])
+        desired = check_desired(p["destination"], p["context"], registries, p["origin_resources"], headers)
         service = EventSubscriptions(p, header_values=header_secrets(desired))
         if p["state"] == "present" and not service.service()["service_enabled"]:
             raise NodeguardError(f"the EventService of {service.address} is disabled (ServiceEnabled false): enable it on the BMC first")

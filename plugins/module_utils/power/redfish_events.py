@@ -14,10 +14,16 @@ is refused, nothing has been changed.
 
 Everything a caller gets back is a summary (``summary``): never HttpHeaders, even from a service that
 returns them. Error messages are redacted of the password and every header value.
+
+Vendors send power events from their own registries (docs/power-events.md), so a subscription asks for the
+registries its vendor really uses (``VENDOR_REGISTRIES``). Each BMC gets its own credential for the power-event
+rulebook (``bmc_token``): the rulebook's filter computes the same and so knows which BMC posted.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from typing import NamedTuple
 from urllib.parse import urlsplit
@@ -31,6 +37,35 @@ CONTEXT_MAX = 256  # EventDestination.Context: the spec's limit
 SYSTEM_PATH = re.compile(r"/redfish/v1/Systems/[A-Za-z0-9._~-]{1,128}")
 HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]{1,64}")  # an RFC 9110 token
 PROTOCOL, EVENT_FORMAT = "Redfish", "Event"
+# The registry each vendor's power messages come from (docs/power-events.md): a subscription limited to
+# ResourceEvent would keep OpenBMC, iLO and iDRAC from sending their power-off at all.
+VENDOR_REGISTRIES = {
+    "dmtf": ("ResourceEvent",),  # ResourceEvent 1.3+: ResourcePoweredOff, ResourcePoweringOff, ResourcePoweredOn
+    "openbmc": ("OpenBMC",),  # bmcweb: OpenBMC.0.x.DCPowerOff, DCPowerOn
+    "hpe": ("iLOResourceEvents",),  # iLO 6 and 7: ServerPoweredOff, ServerPoweredOn
+    "dell": ("IDRAC",),  # iDRAC9: SYS1001 (turning off), SYS1000 (turning on), SYS1003 (CPU reset)
+}
+TOKEN_HEADER = "X-Nodeguard-Token"
+TOKEN_PURPOSE = b"nodeguard power events\x00"  # the same in extensions/eda/plugins/event_filter/redfish_power_events.py
+
+
+def bmc_token(key: str, node: str) -> str:
+    """The BMC of ``node``'s own credential for the power-event rulebook: HMAC-SHA256(key, purpose + node), hex.
+    The key stays with the rulebook; a BMC holding its token cannot make another node's."""
+    if not key:
+        raise PowerError("the key of the BMC tokens is empty (NODEGUARD_EDA_TOKEN, the rulebook's)")
+    return hmac.new(key.encode(), TOKEN_PURPOSE + node.encode(), hashlib.sha256).hexdigest()
+
+
+def registries_for(vendor, registry_prefixes) -> tuple:
+    """The registry prefixes to subscribe to: those given, else the vendor's, else ResourceEvent (DMTF)."""
+    if registry_prefixes is not None and vendor:
+        raise PowerError("give registry_prefixes or vendor, not both")
+    if registry_prefixes is not None:
+        return tuple(registry_prefixes)
+    if vendor and vendor not in VENDOR_REGISTRIES:
+        raise PowerError(f"vendor must be one of {', '.join(sorted(VENDOR_REGISTRIES))}, got {vendor!r}")
+    return VENDOR_REGISTRIES[vendor or "dmtf"]
 
 
 class Desired(NamedTuple):

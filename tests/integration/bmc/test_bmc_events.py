@@ -156,7 +156,7 @@ def running(events_bmc: Bmc, test_image: str, receiver: Receiver) -> Iterator[st
     assert subscribe(events_bmc, probe, **standard_body(receiver, name, context)).status_code == 201
     try:
         podman("run", "--detach", "--init", "--name", name, test_image)
-        receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOn")
+        receiver.wait_for_event(context, "ResourceEvent.1.3.0.ResourcePoweredOn")
     finally:
         requests.delete(probe[0], auth=events_bmc.auth, verify=events_bmc.ca_cert, timeout=HTTP_TIMEOUT)
     try:
@@ -244,7 +244,7 @@ def assert_standard_event(record: dict, node: str, context: str, message_id: str
     assert record["MessageId"] == message_id
     assert record["MessageSeverity"] == severity
     assert record["OriginOfCondition"] == {"@odata.id": system_path(node)}
-    assert record["MessageArgs"] == []
+    assert record["MessageArgs"] == [node]  # ResourceEvent 1.3.0: the resource's name
     assert record["Message"]
     assert re.fullmatch(r"[A-Za-z0-9._:-]{1,64}", record["EventId"])
     assert RFC3339.fullmatch(record["EventTimestamp"]), record["EventTimestamp"]
@@ -372,13 +372,13 @@ def test_every_power_change_sends_a_standard_event_to_matching_subscribers(
         assert subscribe(events_bmc, subscriptions,
                          **standard_body(stranger, node, "nodeguard:stranger")).status_code == 201
         steps = [
-            ("Redfish ForceOff", lambda: reset(events_bmc, node, "ForceOff"), "ResourceEvent.1.0.ResourcePoweredOff",
-             "Warning"),
-            ("Redfish On", lambda: reset(events_bmc, node, "On"), "ResourceEvent.1.0.ResourcePoweredOn", "OK"),
+            ("Redfish ForceOff", lambda: reset(events_bmc, node, "ForceOff"), "ResourceEvent.1.3.0.ResourcePoweredOff",
+             "OK"),
+            ("Redfish On", lambda: reset(events_bmc, node, "On"), "ResourceEvent.1.3.0.ResourcePoweredOn", "OK"),
             ("podman kill behind the BMC's back", lambda: podman("kill", "--signal", "KILL", node),
-             "ResourceEvent.1.0.ResourcePoweredOff", "Warning"),
+             "ResourceEvent.1.3.0.ResourcePoweredOff", "OK"),
             ("podman start behind the BMC's back", lambda: podman("start", node),
-             "ResourceEvent.1.0.ResourcePoweredOn", "OK"),
+             "ResourceEvent.1.3.0.ResourcePoweredOn", "OK"),
         ]
         latencies = {}
         for label, change, message_id, severity in steps:
@@ -417,7 +417,7 @@ def test_graceful_shutdown_announces_powering_off_then_off(events_bmc, receiver,
     context = f"nodeguard:{node}:graceful"
     assert subscribe(events_bmc, subscriptions, **standard_body(receiver, node, context)).status_code == 201
     reset(events_bmc, node, "GracefulShutdown")
-    receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
+    receiver.wait_for_event(context, "ResourceEvent.1.3.0.ResourcePoweredOff")
     assert [r["MessageId"].rsplit(".", 1)[1] for r in receiver.events(context)] == [
         "ResourcePoweringOff", "ResourcePoweredOff"]
     assert container_status(node) == "exited"
@@ -429,7 +429,7 @@ def test_a_failed_delivery_is_retried(events_bmc, receiver, subscriptions, runni
     assert subscribe(events_bmc, subscriptions, **standard_body(receiver, node, context)).status_code == 201
     receiver.statuses.extend([503, 503])
     podman("kill", "--signal", "KILL", node)
-    record = receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
+    record = receiver.wait_for_event(context, "ResourceEvent.1.3.0.ResourcePoweredOff")
     attempts = [post for post in receiver.posts if post["body"]["Events"][0]["EventId"] == record["EventId"]]
     assert [post["status"] for post in attempts] == [503, 503, 200]
     assert len({post["body"]["Id"] for post in attempts}) == 1  # one Event, delivered again
@@ -456,7 +456,7 @@ def test_a_receiver_that_never_answers_does_not_slow_the_api(events_bmc, receive
         # Delivering to the silent receiver would take its 5 s connect timeout, per attempt.
         assert took < 4, f"the API waited {took:.1f} s"
         # And the other subscriber is served meanwhile: its own delivery thread.
-        receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
+        receiver.wait_for_event(context, "ResourceEvent.1.3.0.ResourcePoweredOff")
 
 
 def test_the_state_directory_event_ca_is_trusted_without_a_restart(tmp_path_factory, certs, receiver, test_image,
@@ -480,8 +480,8 @@ def test_the_state_directory_event_ca_is_trusted_without_a_restart(tmp_path_fact
 
         (state / "event-ca.pem").write_bytes(certs["trusted"][0].read_bytes())
         podman("kill", "--signal", "KILL", name)
-        record = receiver.wait_for_event(context, "ResourceEvent.1.0.ResourcePoweredOff")
-        assert_standard_event(record, name, context, "ResourceEvent.1.0.ResourcePoweredOff", "Warning")
+        record = receiver.wait_for_event(context, "ResourceEvent.1.3.0.ResourcePoweredOff")
+        assert_standard_event(record, name, context, "ResourceEvent.1.3.0.ResourcePoweredOff", "OK")
     finally:
         bmc.sh("down", check=False)
         podman("rm", "--force", "--time", "0", name, check=False)

@@ -22,7 +22,7 @@ from test_bmc_events import Receiver, make_ca_and_server_cert
 
 HTTP_TIMEOUT = 60
 QUIET_SECONDS = 8  # no Event within this long after a power change counts as "none sent" (delivery takes ~1 s)
-OFF, ON = "ResourceEvent.1.0.ResourcePoweredOff", "ResourceEvent.1.0.ResourcePoweredOn"
+OFF, ON = "ResourceEvent.1.3.0.ResourcePoweredOff", "ResourceEvent.1.3.0.ResourcePoweredOn"
 OLD_TOKEN, NEW_TOKEN = "subscription-test-token-one", "subscription-test-token-two"
 
 

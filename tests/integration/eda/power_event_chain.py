@@ -1,8 +1,8 @@
 """The power-event chain on the lab, set up as docs/eda.md tells a user to: a real ansible-rulebook running
 extensions/eda/rulebooks/power-events.yml (TLS, bearer token) with the lab's workers mapped, and every worker's
 Redfish BMC subscribed to it by playbooks/power_event_subscriptions.yml (context nodeguard:<node>, OriginResources
-its system, the token in HttpHeaders). From then on a power-off alone leads to node-outage: the BMC posts
-ResourcePoweredOff, the filter checks it, the rulebook runs nodeguard.failover.node_outage with
+its system, its own path <destination>/<node> and its own token in HttpHeaders). From then on a power-off alone
+leads to node-outage: the BMC posts its vendor's power-off message, the filter checks it, the rulebook runs nodeguard.failover.node_outage with
 node_outage_power_event_time. Used by tests/integration/eda/test_power_event_e2e.py and bench/timeline.py.
 
 The lab BMC verifies the rulebook's certificate against the CA file it is configured with (docs/lab-bmc.md):
@@ -30,6 +30,9 @@ POWER_VARS = REPO / "extensions" / "eda" / "vars" / "power-events.yml"
 SUBSCRIPTIONS_PLAYBOOK = REPO / "playbooks" / "power-event-subscriptions.yml"
 # Where the lab BMC looks for the CA that signs event receivers (lab/bmc/bmc.sh, docs/lab-bmc.md).
 BMC_EVENT_CA = LAB_STATE / "bmc" / "event-ca.pem"
+# Whose events the lab BMC sends (lab/bmc/redfish_events.py PERSONALITIES): read at each power change.
+BMC_EVENT_PERSONALITY = LAB_STATE / "bmc" / "event-personality"
+PERSONALITIES = ("dmtf", "openbmc", "hpe", "dell")  # also the subscription playbook's bmc_vendor
 # The Redfish service's access log: one line per request ("GET /redfish/v1/Systems/ng-worker1 HTTP/1.1" 200).
 BMC_ACCESS_LOG = LAB_STATE / "bmc" / "redfish.log"
 REQUEST_LINE = re.compile(r'"(GET|POST|PATCH|PUT|DELETE) (\S+) HTTP/[\d.]+" (\d{3})')
@@ -87,8 +90,8 @@ class LogWatch(threading.Thread):
 class PowerEventChain:
     """ansible-rulebook with power-events.yml, and the BMCs of `workers` subscribed to it."""
 
-    def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None) -> None:
-        self.workdir, self.workers = workdir, list(workers)
+    def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, personality: str = "dmtf") -> None:
+        self.workdir, self.workers, self.personality = workdir, list(workers), personality
         inventory = workdir / "inventory"
         inventory.mkdir(exist_ok=True)
         shutil.copy(LAB_INVENTORY, inventory / "10-lab.yml")
@@ -96,7 +99,7 @@ class PowerEventChain:
         local = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
         (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": inventory_vars or {}, "hosts": local}}))
         self.inventory = inventory
-        mapping = [{"context": context_of(n), "system": system_of(n), "node": n} for n in self.workers]
+        mapping = [{"node": n, "system": system_of(n)} for n in self.workers]
         started = time.monotonic()
         self.rulebook = RulebookProcess(
             workdir,
@@ -109,6 +112,8 @@ class PowerEventChain:
         self.destination = f"https://127.0.0.1:{self.rulebook.port}/redfish-events"
         self._saved_ca = BMC_EVENT_CA.read_bytes() if BMC_EVENT_CA.exists() else None
         shutil.copy(self.rulebook.cert, BMC_EVENT_CA)
+        self._saved_personality = BMC_EVENT_PERSONALITY.read_bytes() if BMC_EVENT_PERSONALITY.exists() else None
+        BMC_EVENT_PERSONALITY.write_text(personality + "\n")
         self.subscribe("present")
         self._log_offset, self._cpu_before, self._bmc_offset, self._watch = 0, 0.0, 0, None
 
@@ -117,7 +122,7 @@ class PowerEventChain:
         env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
                "NODEGUARD_EDA_TOKEN": self.rulebook.token}
         extra = {"power_event_subscriptions_destination": self.destination, "power_event_subscriptions_state": state,
-                 "power_event_subscriptions_limit_nodes": self.workers}
+                 "power_event_subscriptions_limit_nodes": self.workers, "bmc_vendor": self.personality}
         result = subprocess.run(
             [str(VENV_BIN / "ansible-playbook"), "-i", str(LAB_INVENTORY), str(SUBSCRIPTIONS_PLAYBOOK),
              "-e", json.dumps(extra)],
@@ -194,7 +199,8 @@ class PowerEventChain:
             self.subscribe("absent")
         finally:
             self.rulebook.stop()
-            if self._saved_ca is None:
-                BMC_EVENT_CA.unlink(missing_ok=True)
-            else:
-                BMC_EVENT_CA.write_bytes(self._saved_ca)
+            for path, saved in ((BMC_EVENT_CA, self._saved_ca), (BMC_EVENT_PERSONALITY, self._saved_personality)):
+                if saved is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    path.write_bytes(saved)

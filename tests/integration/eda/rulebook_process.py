@@ -164,12 +164,13 @@ class RulebookProcess:
                 time.sleep(0.5)
         raise TimeoutError(f"ansible-rulebook did not listen on {self.port} in {STARTUP_TIMEOUT}s:\n{self.log()}")
 
-    def post(self, payload: dict, token: str | None = None, path: str = "alerts") -> int:
-        """POST like Alertmanager does; returns the HTTP status."""
+    def post(self, payload: dict, token: str | None = None, path: str = "alerts", headers: dict | None = None) -> int:
+        """POST like Alertmanager does (a bearer token), or with ``headers`` instead (a BMC's own token); returns the
+        HTTP status."""
         request = urllib.request.Request(
             f"https://127.0.0.1:{self.port}/{path}",
             data=json.dumps(payload).encode(),
-            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token or self.token}"},
+            headers={"Content-Type": "application/json", **(headers or {"Authorization": f"Bearer {token or self.token}"})},
             method="POST",
         )
         try:

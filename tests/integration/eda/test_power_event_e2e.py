@@ -4,6 +4,10 @@ The chain is the shipped one, set up as docs/eda.md says (tests/integration/eda/
 Redfish BMC subscribed by playbooks/power-event-subscriptions.yml to a real ansible-rulebook running
 extensions/eda/rulebooks/power-events.yml, which runs nodeguard.failover.node_outage with the event's time.
 
+It runs once per vendor personality of the lab BMC (issue 21: DMTF ResourceEvent 1.3, OpenBMC DCPowerOff without a
+payload Context, HPE iLO 6 ServerPoweredOff with a string OriginOfCondition, Dell iDRAC9 SYS1001 with a numeric
+EventId and a -0800 offset), each BMC subscribed with its vendor's registry, its own path and its own token.
+
 The worker holding db-0 (StatefulSet, RWO volume) is powered off through its BMC, and nothing else is done:
 no alert, no playbook started by the test, no NotReady wait. db-0 must be Ready on another node, and the
 out-of-service taint must have been added while the Node was still Ready in the API (with stock settings
@@ -22,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 from kubernetes import client, watch
-from power_event_chain import REPO, PowerEventChain
+from power_event_chain import PERSONALITIES, REPO, PowerEventChain
 
 NAMESPACE = "failover-lab"
 OOS = "node.kubernetes.io/out-of-service"
@@ -77,15 +81,15 @@ def db_pod(lab):
     return lab.core().read_namespaced_pod(DB_POD, NAMESPACE)
 
 
-@pytest.fixture
-def chain(lab, tmp_path: Path) -> Iterator[PowerEventChain]:
+@pytest.fixture(params=PERSONALITIES)
+def chain(lab, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[PowerEventChain]:
     lab.reset_lab()
     # The lab's BMCs as this tree has them (with the EventService): lab.sh up's own idempotent step, which
     # restarts the Redfish service only when its code or configuration changed. Power is not touched.
     subprocess.run([str(REPO / "lab" / "bmc" / "bmc.sh"), "up", *lab.worker_names()], check=True,
                    capture_output=True, text=True)
     lab.kubectl("create", "namespace", LOCK_NAMESPACE, check=False)  # node-outage's lock Lease lives there
-    started = PowerEventChain(tmp_path, lab.worker_names())
+    started = PowerEventChain(tmp_path, lab.worker_names(), personality=request.param)
     yield started
     try:
         started.stop()
@@ -130,6 +134,6 @@ def test_power_off_alone_fails_db_0_over_while_the_node_is_still_ready(lab, chai
                  what="node-outage's run to end")
     report = chain.run_report(target)
     assert report["node_outage_ok"] and report["node_outage_runs"] == 1, chain.run_log()[-8000:]
-    print(f"\npower-off -> taint {tainted[0] - off_at:.1f}s (node Ready), -> {DB_POD} Ready on "
+    print(f"\n[{chain.personality}] power-off -> taint {tainted[0] - off_at:.1f}s (node Ready), -> {DB_POD} Ready on "
           f"{db_pod(lab).spec.node_name} {failed_over_after:.1f}s; NotReady "
           f"{'not yet' if not_ready is None else f'{not_ready[0] - off_at:.1f}s'}")

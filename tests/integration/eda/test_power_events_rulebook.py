@@ -2,12 +2,12 @@
 
 A private lab BMC (own state directory and port, Redfish only, as tests/integration/bmc does) serves systems
 named after throwaway containers and trusts the rulebook's certificate (NODEGUARD_BMC_EVENT_CA). Each test
-subscribes the rulebook's webhook with a context and the rulebook's bearer token, as
-playbooks/power_event_subscriptions.yml does, then kills a container behind the BMC's back: the BMC
-posts a standard ResourceEvent Event, and power-events.yml must run node-outage (a recorder here,
-playbooks/record-power-outage.yml; the real remediation is tested end to end elsewhere) for the
-mapped node with the event's time, and nothing for a BMC that is not mapped or that names another system.
-Events posted by the test itself with template syntax in them (anyone holding the token can post) run nothing.
+subscribes the rulebook's webhook with a node's own path and token, as playbooks/power_event_subscriptions.yml
+does, then kills a container behind the BMC's back: the BMC posts a standard ResourceEvent Event, and
+power-events.yml must run node-outage (a recorder here, playbooks/record-power-outage.yml; the real remediation
+is tested end to end elsewhere) for the mapped node with the event's time, and nothing for a BMC that is not
+mapped or that posts to another node's path without that node's token. Events posted by the test itself with
+template syntax in them (a BMC holding its token can post anything) run nothing.
 The polling rulebook (power-poll.yml) reads a system of the same BMC with the collection's Redfish reader
 and must do the same on the On -> Off change, without the BMC password in its log.
 
@@ -17,6 +17,8 @@ No failover lab is needed: only podman and the lab's BMC emulator.
 from __future__ import annotations
 
 import datetime
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -40,9 +42,9 @@ HTTP_TIMEOUT = 60
 SUBSCRIPTIONS = "/redfish/v1/EventService/Subscriptions"
 PREFIX = f"ng-pwrevt-{os.getpid()}"
 MAPPED = f"{PREFIX}-mapped"  # mapped; its power-off must run node-outage
-DECOY = f"{PREFIX}-decoy"  # mapped, never powered off: an impostor uses its context
-UNKNOWN = f"{PREFIX}-unknown"  # subscribed with a context that is not mapped
-IMPOSTOR = f"{PREFIX}-impostor"  # subscribed with DECOY's context, but its events name its own system
+DECOY = f"{PREFIX}-decoy"  # mapped, never powered off: an impostor posts to its path
+UNKNOWN = f"{PREFIX}-unknown"  # subscribed to its own path, which is not mapped
+IMPOSTOR = f"{PREFIX}-impostor"  # subscribed to DECOY's path with its own token
 POLLED = f"{PREFIX}-polled"  # read by the polling rulebook
 NODES = [MAPPED, DECOY, UNKNOWN, IMPOSTOR, POLLED]
 FORGED = f"{PREFIX}-forged"  # mapped, no machine: the test posts Events for it itself
@@ -65,9 +67,7 @@ def rulebook(tmp_path_factory: pytest.TempPathFactory, records: Path) -> Iterato
             "nodeguard_outage_playbook": str(RECORDER),
             # every test node is allowed: a refusal here comes from the BMC mapping, not from the allow-list
             "nodeguard_allow_nodes": [*NODES, FORGED],
-            "nodeguard_power_event_bmcs": [
-                {"context": f"nodeguard:{node}", "system": system(node), "node": node} for node in (MAPPED, DECOY, FORGED)
-            ],
+            "nodeguard_power_event_bmcs": [{"node": node, "system": system(node)} for node in (MAPPED, DECOY, FORGED)],
         },
         env={"NODEGUARD_EDA_RECORD_DIR": str(records)},
         rulebook=EDA / "rulebooks" / "power-events.yml",
@@ -94,16 +94,22 @@ def bmc(tmp_path_factory: pytest.TempPathFactory, rulebook: RulebookProcess) -> 
             podman("rm", "--force", "--time", "0", node, check=False)
 
 
-def subscribe(bmc: Bmc, rulebook: RulebookProcess, node: str, context: str) -> str:
-    """Subscribe the rulebook's webhook to ``node``'s system with ``context``; returns the subscription URL."""
+def own_token(rulebook: RulebookProcess, node: str) -> str:
+    """The BMC of ``node``'s token, by the documented rule (docs/power-events.md)."""
+    return hmac.new(rulebook.token.encode(), b"nodeguard power events\x00" + node.encode(), hashlib.sha256).hexdigest()
+
+
+def subscribe(bmc: Bmc, rulebook: RulebookProcess, node: str, path_node: str | None = None) -> str:
+    """Subscribe the rulebook's webhook to ``node``'s system, posting to ``path_node``'s path (default its own) with
+    ``node``'s own token; returns the subscription URL."""
     body = {
-        "Destination": f"https://127.0.0.1:{rulebook.port}/redfish-events",
-        "Context": context,
+        "Destination": f"https://127.0.0.1:{rulebook.port}/redfish-events/{path_node or node}",
+        "Context": f"nodeguard:{path_node or node}",
         "Protocol": "Redfish",
         "EventFormatType": "Event",
         "RegistryPrefixes": ["ResourceEvent"],
         "OriginResources": [{"@odata.id": system(node)}],
-        "HttpHeaders": [{"Authorization": f"Bearer {rulebook.token}"}],
+        "HttpHeaders": [{"X-Nodeguard-Token": own_token(rulebook, node)}],
     }
     response = requests.post(bmc.base_url + SUBSCRIPTIONS, json=body, auth=bmc.auth, verify=bmc.ca_cert, timeout=HTTP_TIMEOUT)
     assert response.status_code == 201, response.text
@@ -134,7 +140,7 @@ def parse_time(text: str) -> float:
 
 
 def test_a_mapped_bmc_powering_off_runs_node_outage_with_the_event_time(bmc: Bmc, rulebook: RulebookProcess, records: Path) -> None:
-    url = subscribe(bmc, rulebook, MAPPED, f"nodeguard:{MAPPED}")
+    url = subscribe(bmc, rulebook, MAPPED)
     try:
         before = time.time()
         podman("kill", MAPPED)  # the machine dies; the BMC notices by itself and posts ResourcePoweredOff
@@ -152,14 +158,15 @@ def test_a_mapped_bmc_powering_off_runs_node_outage_with_the_event_time(bmc: Bmc
         unsubscribe(bmc, url)
 
 
-def test_events_of_an_unknown_bmc_or_naming_another_system_run_nothing(bmc: Bmc, rulebook: RulebookProcess, records: Path) -> None:
-    urls = [subscribe(bmc, rulebook, UNKNOWN, "nodeguard:not-mapped"), subscribe(bmc, rulebook, IMPOSTOR, f"nodeguard:{DECOY}")]
+def test_events_of_an_unknown_bmc_or_of_another_nodes_path_run_nothing(bmc: Bmc, rulebook: RulebookProcess, records: Path) -> None:
+    urls = [subscribe(bmc, rulebook, UNKNOWN), subscribe(bmc, rulebook, IMPOSTOR, path_node=DECOY)]
     try:
         podman("kill", UNKNOWN)
         podman("kill", IMPOSTOR)
-        unknown = "nodeguard REFUSED: power event refused, nothing runs for it: context 'nodeguard:not-mapped' is not mapped to a node (unknown BMC)"
-        impostor = (f"nodeguard REFUSED: power event refused, nothing runs for it: OriginOfCondition '{system(IMPOSTOR)}' "
-                    f"is not {system(DECOY)}, the system mapped to context 'nodeguard:{DECOY}'")
+        unknown = (f"nodeguard REFUSED: power event refused, nothing runs for it: endpoint 'redfish-events/{UNKNOWN}' "
+                   "does not end with a mapped node (unknown BMC)")
+        impostor = (f"nodeguard REFUSED: power event refused, nothing runs for it: the X-Nodeguard-Token header is missing "
+                    f"or is not the token of the BMC of node {DECOY} (value not shown)")
         # the refusal is the rule that decided the event: once it is logged, nothing else runs for it
         wait_for(rulebook, lambda: unknown in rulebook.log() and impostor in rulebook.log(), "both refusals logged")
         assert runs(records, UNKNOWN) == [] and runs(records, IMPOSTOR) == [] and runs(records, DECOY) == []
@@ -172,16 +179,17 @@ def test_events_of_an_unknown_bmc_or_naming_another_system_run_nothing(bmc: Bmc,
 
 def redfish_event(node: str, timestamp: str, **changes) -> dict:
     """A ResourcePoweredOff Event for ``node``'s subscription, as the lab BMC posts it."""
-    record = {"EventId": f"forged-{time.time_ns()}", "EventTimestamp": timestamp, "MessageSeverity": "Warning",
-              "Message": "The resource has been powered off.", "MessageId": "ResourceEvent.1.0.ResourcePoweredOff",
-              "MessageArgs": [], "OriginOfCondition": {"@odata.id": system(node)}, **changes}
+    record = {"EventId": f"forged-{time.time_ns()}", "EventTimestamp": timestamp, "MessageSeverity": "OK",
+              "Message": f"The resource '{node}' has powered off.", "MessageId": "ResourceEvent.1.3.0.ResourcePoweredOff",
+              "MessageArgs": [node], "OriginOfCondition": {"@odata.id": system(node)}, **changes}
     return {"@odata.type": "#Event.v1_7_0.Event", "Id": f"e-{time.time_ns()}", "Name": "Power event",
             "Context": f"nodeguard:{node}", "Events": [record]}
 
 
 def test_a_forged_event_with_template_syntax_runs_nothing(rulebook: RulebookProcess, records: Path, tmp_path: Path) -> None:
-    """Anyone holding the token can post an Event; template syntax anywhere in it must run nothing. A clean Event
-    for the same node afterwards is the control: once its run is recorded, the forged ones were decided."""
+    """A BMC holding its token can post any Event; template syntax anywhere in it must run nothing, and an Event
+    without the BMC's token runs nothing either. A clean Event for the same node afterwards is the control: once
+    its run is recorded, the forged ones were decided."""
     marker = tmp_path / "injected"
     touch = f"{{{{ lookup('pipe', 'touch {marker}') }}}}"
     forged = [
@@ -189,15 +197,20 @@ def test_a_forged_event_with_template_syntax_runs_nothing(rulebook: RulebookProc
         redfish_event(FORGED, "2026-11-23T08:00:01Z", EventId=touch),
         redfish_event(FORGED, touch),
     ]
+    path, own = f"redfish-events/{FORGED}", {"X-Nodeguard-Token": own_token(rulebook, FORGED)}
     for payload in forged:
-        assert rulebook.post(payload, path="redfish-events") == 200
-    assert rulebook.post(redfish_event(FORGED, "2026-11-23T08:00:02Z"), token="not-the-token", path="redfish-events") == 401
-    assert rulebook.post(redfish_event(FORGED, "2026-11-23T09:00:03+01:00"), path="redfish-events") == 200
+        assert rulebook.post(payload, path=path, headers=own) == 200
+    wrong = [{"X-Nodeguard-Token": own_token(rulebook, MAPPED)}, {"Authorization": f"Bearer {rulebook.token}"}]
+    for headers in wrong:  # another BMC's token; the key itself as a bearer token
+        assert rulebook.post(redfish_event(FORGED, "2026-11-23T08:00:02Z"), path=path, headers=headers) == 200
+    assert rulebook.post(redfish_event(FORGED, "2026-11-23T09:00:03+01:00"), path=path, headers=own) == 200
     wait_for(rulebook, lambda: runs(records, FORGED), f"the control run for {FORGED}")
     assert not marker.exists(), "a command from the Event ran"
     (run,) = runs(records, FORGED)
-    assert run["power_event_time"] == "2026-11-23T08:00:03Z"  # the control's time, normalised to UTC
+    assert run["power_event_time"] == "2026-11-23T08:00:03.999999Z"  # the control's time in UTC, at its second's end
     assert rulebook.log().count("nodeguard REFUSED: power event refused, nothing runs for it: the payload holds template syntax in ") == len(forged)
+    assert rulebook.log().count(f"is not the token of the BMC of node {FORGED} (value not shown)") == len(wrong)
+    assert rulebook.token not in rulebook.log() and own_token(rulebook, FORGED) not in rulebook.log()
 
 
 def test_polling_a_bmc_runs_node_outage_on_the_change_to_off(bmc: Bmc, tmp_path: Path, records: Path) -> None:

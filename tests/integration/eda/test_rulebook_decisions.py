@@ -26,7 +26,7 @@ from rulebook_process import RulebookProcess, alert, webhook_payload
 HERE = Path(__file__).resolve().parent
 RUN_TIMEOUT = 300  # generous: the machine may be busy with the lab
 _control_nodes = (f"ng-control-{n}" for n in itertools.count())
-ALLOWED = ["ng-a1", "ng-b1", "ng-s1", "ng-s2", "ng-s3", "ng-d1", "ng-d2", "ng-d3", "ng-e1", "ng-f1", "ng-i1", "123",
+ALLOWED = ["ng-a1", "ng-b1", "ng-s1", "ng-s2", "ng-s3", "ng-t1", "ng-d1", "ng-d2", "ng-d3", "ng-e1", "ng-f1", "ng-i1", "123",
            *(f"ng-control-{n}" for n in range(40))]
 
 
@@ -117,6 +117,18 @@ def test_storm_counts_alerts_across_posts(rulebook: RulebookProcess, records: Pa
     assert rulebook.post(webhook_payload([alert(n, status="resolved") for n in ("ng-d1", "ng-d2", "ng-d3")])) == 200
     decided_after_control(rulebook, records)
     assert runs(records, "outage", "ng-d3") == []
+
+
+def test_a_truncated_storm_remediates_nothing(rulebook: RulebookProcess, records: Path) -> None:
+    """max_alerts: 1 with three nodes down: Alertmanager posts one alert and truncatedAlerts 2 (issue 21)."""
+    truncated = webhook_payload([alert("ng-t1")])
+    truncated.update({"truncatedAlerts": 2, "commonLabels": {"alertname": "NodeguardNodeDown"}})
+    assert rulebook.post(truncated) == 200
+    assert rulebook.post(webhook_payload([alert("ng-t1", status="resolved")])) == 200
+    decided_after_control(rulebook, records)
+    assert runs(records, "outage", "ng-t1") == []
+    assert "nodeguard STORM: 3 nodes down (ng-t1) counting 2 alerts Alertmanager left out" in rulebook.log()
+    assert "2 alerts of this group were left out by Alertmanager (truncatedAlerts" in rulebook.log()
 
 
 def test_deny_and_allow_lists(rulebook: RulebookProcess, records: Path) -> None:

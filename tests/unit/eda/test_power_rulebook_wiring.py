@@ -65,7 +65,8 @@ def test_only_powered_off_acts_deduped_per_event_and_cooled_down_per_node(name: 
     assert (cooldown["group_by_attributes"], cooldown["once_within"]) == (["event.node"], "30 minutes")
     # the lists and the other states are decided before the acting rules (the first match decides)
     first_acting = rules.index(acting[0])
-    for condition in ("nodeguard_deny_nodes", "nodeguard_allow_nodes", 'state == "On"'):
+    logged = ("nodeguard_deny_nodes", "nodeguard_allow_nodes", 'state == "On"') + (('state == "Reset"',) if name == "power-events" else ())
+    for condition in logged:
         (index,) = [i for i, r in enumerate(rules) if condition in r["condition"]]
         assert index < first_acting and set(rules[index]["action"]) == {"debug"}
     assert not any("job_id" in str(r["action"]) for r in rules)
@@ -82,11 +83,19 @@ def test_refusals_are_decided_first_and_only_logged() -> None:
     assert set(first["action"]) == {"debug"}
 
 
-def test_the_webhook_is_filtered_by_the_mapping_read_from_the_vars_file() -> None:
+def test_the_webhook_is_filtered_by_the_mapping_and_each_bmcs_own_token() -> None:
+    """No webhook token: one token every BMC holds would let any BMC post for any node. The filter checks each BMC's
+    own token (made with the key in NODEGUARD_EDA_TOKEN) against the endpoint it posted to."""
     (source,) = ruleset("power-events")["sources"]
     webhook = source["eda.builtin.webhook"]
-    assert webhook["token"] == "{{ NODEGUARD_EDA_TOKEN }}" and webhook["certfile"] and webhook["keyfile"]
-    assert source["filters"] == [{"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS"}}]
+    assert "token" not in webhook and webhook["certfile"] and webhook["keyfile"]
+    assert source["filters"] == [{"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS",
+                                                                              "token_env": "NODEGUARD_EDA_TOKEN"}}]
+
+
+def test_a_host_reset_only_logs() -> None:
+    (rule,) = [r for r in ruleset("power-events")["rules"] if 'state == "Reset"' in r["condition"]]
+    assert set(rule["action"]) == {"debug"}
 
 
 def test_the_poll_source_is_configured_from_the_vars() -> None:

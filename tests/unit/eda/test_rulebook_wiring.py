@@ -64,3 +64,23 @@ def test_the_allow_list_is_explicit_and_empty_by_default() -> None:
     conditions = " ".join(rule["condition"] for rule in rules())
     assert "event.node not in vars.nodeguard_allow_nodes" in conditions
     assert "regex" not in conditions
+
+
+def test_kube_prometheus_node_alerts_are_node_down_alerts_and_no_rule_names_one_alert() -> None:
+    """The filter passes on only node-down alerts (NodeguardNodeDown, KubeNodeNotReady, KubeNodeUnreachable); every
+    rule after the refusal treats them alike, so a KubeNodeNotReady alert is not silently matched by no rule."""
+    (ruleset,) = RULEBOOK
+    (source,) = ruleset["sources"]
+    (alert_filter,) = source["filters"]
+    assert alert_filter["nodeguard.failover.alertmanager_nodes"]["node_down_alerts"] == [
+        "NodeguardNodeDown", "KubeNodeNotReady", "KubeNodeUnreachable"]
+    assert not any("NodeguardNodeDown" in rule["condition"] for rule in rules())
+
+
+def test_every_storm_alert_is_logged_and_the_run_is_retried() -> None:
+    (storm,) = [rule for rule in rules() if "nodes_down" in rule["condition"]]
+    assert "throttle" not in storm and list(storm["action"]) == ["debug"]
+    assert "truncated_alerts" in storm["action"]["debug"]["msg"]
+    (outage,) = [rule for rule in rules() if rule["action"].get("run_playbook", {}).get("name") == "{{ nodeguard_outage_playbook }}"]
+    run = outage["action"]["run_playbook"]
+    assert (run["retries"], run["delay"]) == (2, 30)

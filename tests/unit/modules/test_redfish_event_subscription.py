@@ -4,6 +4,8 @@ The fake speaks plain http (the modules' allow_insecure_http, as the transport t
 request, so each test can prove what was and was not sent.
 """
 
+import hashlib
+import hmac
 import json
 import os
 import pathlib
@@ -304,6 +306,43 @@ def test_through_real_ansible_the_token_and_password_never_reach_the_output(ansi
     assert no_secret(result)
 
 
+def own_token(node: str, key: str = TOKEN) -> str:
+    """The documented rule (docs/power-events.md), written out here: HMAC-SHA256(key, purpose + node)."""
+    return hmac.new(key.encode(), b"nodeguard power events\x00" + node.encode(), hashlib.sha256).hexdigest()
+
+
+def test_token_key_gives_the_bmc_its_own_token_and_never_the_key(run_module, bmc):
+    result = run_module(redfish_event_subscription, args(bmc, http_headers={}, token_key=TOKEN, token_node="ng-worker1"))
+    assert not result["failed"] and result["changed"], result
+    (posted,) = [body for method, _path, body, _headers in bmc.requests if method == "POST"]
+    assert posted["HttpHeaders"] == [{"X-Nodeguard-Token": own_token("ng-worker1")}]
+    assert no_secret(result) and own_token("ng-worker1") not in json.dumps(result)
+
+
+def test_the_filter_and_the_module_make_the_same_token():
+    import runpy
+
+    from ansible_collections.nodeguard.failover.plugins.module_utils.power.redfish_events import bmc_token
+
+    filter_main = runpy.run_path(str(REPO / "extensions" / "eda" / "plugins" / "event_filter" / "redfish_power_events.py"))
+    assert bmc_token(TOKEN, "ng-worker1") == filter_main["bmc_token"](TOKEN, "ng-worker1") == own_token("ng-worker1")
+    assert bmc_token(TOKEN, "ng-worker1") != bmc_token(TOKEN, "ng-worker2")
+
+
+@pytest.mark.parametrize(("vendor", "registries"), [("dmtf", ["ResourceEvent"]), ("openbmc", ["OpenBMC"]),
+                                                     ("hpe", ["iLOResourceEvents"]), ("dell", ["IDRAC"])])
+def test_the_vendor_chooses_the_registries_its_power_messages_come_from(run_module, bmc, vendor, registries):
+    result = run_module(redfish_event_subscription, args(bmc, vendor=vendor))
+    assert not result["failed"] and result["subscription"]["registry_prefixes"] == registries
+    (posted,) = [body for method, _path, body, _headers in bmc.requests if method == "POST"]
+    assert posted["RegistryPrefixes"] == registries
+
+
+def test_vendor_and_registry_prefixes_together_are_refused(run_module, bmc):
+    result = run_module(redfish_event_subscription, args(bmc, vendor="dell", registry_prefixes=["ResourceEvent"]))
+    assert result["failed"] and "mutually exclusive" in result["msg"] and bmc.requests == []
+
+
 # -- playbooks/power-event-subscriptions.yml, run for real against the fake -------------------------------------------------
 
 
@@ -312,7 +351,7 @@ def run_playbook(tmp_path, bmc, **extra):
         "ng-worker1": {"bmc": {"type": "redfish", "address": bmc.url, "system_id": "ng-worker1", "username": "admin",
                                "password": PASSWORD, "allow_insecure_http": True, "timeout": 5}},
         "ng-worker2": {"bmc": {"type": "redfish", "address": bmc.url, "system_id": "ng-worker2", "username": "admin",
-                               "password": PASSWORD, "allow_insecure_http": True, "timeout": 5}},
+                               "password": PASSWORD, "allow_insecure_http": True, "timeout": 5}, "bmc_vendor": "openbmc"},
         "ng-worker3": {"bmc": {"type": "ipmi", "address": "127.0.0.1"}},
         "ng-cp1": {},
     }}}
@@ -329,11 +368,15 @@ def run_playbook(tmp_path, bmc, **extra):
 def test_the_playbook_subscribes_each_redfish_bmc_for_its_own_node_once(tmp_path, bmc):
     rc, output = run_playbook(tmp_path, bmc)
     assert rc == 0, output
-    assert sorted((s["Context"], s["OriginResources"][0]["@odata.id"], s["HttpHeaders"][0]["Authorization"]) for s in bmc.subs.values()) == [
-        ("nodeguard:ng-worker1", "/redfish/v1/Systems/ng-worker1", f"Bearer {TOKEN}"),
-        ("nodeguard:ng-worker2", "/redfish/v1/Systems/ng-worker2", f"Bearer {TOKEN}"),
-    ]
-    assert TOKEN not in output and PASSWORD not in output
+    assert sorted((s["Destination"], s["Context"], s["OriginResources"][0]["@odata.id"], s["RegistryPrefixes"], s["HttpHeaders"])
+                  for s in bmc.subs.values()) == [
+        (f"{DEST}/ng-worker1", "nodeguard:ng-worker1", "/redfish/v1/Systems/ng-worker1", ["ResourceEvent"],
+         [{"X-Nodeguard-Token": own_token("ng-worker1")}]),
+        (f"{DEST}/ng-worker2", "nodeguard:ng-worker2", "/redfish/v1/Systems/ng-worker2", ["OpenBMC"],
+         [{"X-Nodeguard-Token": own_token("ng-worker2")}]),
+    ]  # each BMC its own path and token; the key itself is sent to none
+    assert TOKEN not in json.dumps(bmc.subs) and TOKEN not in output and PASSWORD not in output
+    assert own_token("ng-worker1") not in output
 
     bmc.requests.clear()
     rc, output = run_playbook(tmp_path, bmc)

@@ -2,31 +2,42 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ansible-rulebook event filter: one Redfish Event POST -> one checked power event per event record.
 
-A BMC's Redfish EventService posts an ``Event`` (DSP0266) to the rulebook's webhook when the host's
-power changes: ``Context`` is the subscription's context string, each record of ``Events`` has a
-``MessageId`` of the ResourceEvent registry (ResourcePoweredOff, ResourcePoweringOff, ResourcePoweredOn),
-an ``EventTimestamp``, an ``EventId`` and ``OriginOfCondition`` (the ComputerSystem that changed).
+A BMC's Redfish EventService posts an ``Event`` (DSP0266) to the rulebook's webhook when the host's power changes.
+Real BMCs say it in their own registries (docs/power-events.md, one table per vendor):
 
-The BMC is identified by the subscription context, which the user's mapping
-(``nodeguard_power_event_bmcs``: context, system, node) ties to exactly one node; the record's
-OriginOfCondition must be that node's system. A power event is only a trigger: node-outage proves
-power-off (BMC identity, Off twice), the Lease and the storm rules itself.
+- DMTF ResourceEvent 1.x: ResourcePoweredOff, ResourcePoweringOff, ResourcePoweredOn;
+- OpenBMC (bmcweb): OpenBMC.0.x.DCPowerOff / DCPowerOn, with no ``Context`` at the payload root;
+- HPE iLO 5/6/7: iLOEvents / iLOResourceEvents ServerPoweredOff / ServerPoweredOn, OriginOfCondition a plain string;
+- Dell iDRAC9: IDRAC.x.y.SYS1001 "System is turning off.", SYS1000 (on), SYS1003 (CPU reset), offsets like -0800.
 
-Nothing from the payload reaches a playbook unchecked (ansible-rulebook copies event fields into
-extra vars, which Ansible evaluates as templates). The filter emits only values it made or checked:
-the node name from the mapping, the state from a fixed table, the time re-formatted from a parsed
-date, the event id against a narrow pattern. Anything else becomes ``{"nodeguard_refused": "<why>"}``
-with the offending value escaped, which the rulebook only logs. A payload with template syntax
-anywhere, a non-string where a string belongs, or nesting deeper than an Event has, is refused whole.
+**Which BMC posted** is decided by what the BMC cannot borrow from another: the endpoint it posts to
+(``<destination>/<node>``, one path per BMC) and its own credential, the header ``X-Nodeguard-Token`` holding
+HMAC-SHA256(key, node) where the key is in the rulebook's environment and never given to any BMC
+(``bmc_token``; plugins/module_utils/power/redfish_events.py computes the same for the subscription). A BMC knows
+only its own token, so it cannot post for another node. No payload field identifies the BMC; the record's
+OriginOfCondition, when there is one, must still be the system the mapping (``nodeguard_power_event_bmcs``:
+node, system) gives that node.
+
+A test event (SubmitTestEvent: payload or record ``Name`` "Test Event", ``EventType`` TestEvent, ``Message``
+"Test Event", or a registry's TestEventLog message) never becomes a power event, whatever its MessageId.
+
+Nothing from the payload reaches a playbook unchecked (ansible-rulebook copies event fields into extra vars, which
+Ansible evaluates as templates). The filter emits only values it made or checked: the node name from the mapping,
+the state from a fixed table, the time re-formatted from a parsed date, the event id against a narrow pattern.
+Anything else becomes ``{"nodeguard_refused": "<why>"}`` with the offending value escaped, which the rulebook only
+logs. A payload with template syntax anywhere, a non-string where a string belongs, or nesting deeper than an Event
+has, is refused whole.
 
 ansible-rulebook 1.3 does not template a filter's arguments, so the mapping cannot be passed as
-``{{ nodeguard_power_event_bmcs }}``: the filter reads it from the rulebook's vars file, whose path is
-in the environment variable named by ``vars_file_env`` (docs/eda.md).
+``{{ nodeguard_power_event_bmcs }}``: the filter reads it from the rulebook's vars file, whose path is in the
+environment variable named by ``vars_file_env`` (docs/eda.md).
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
+import hmac
 import importlib.util
 import os
 import re
@@ -39,31 +50,43 @@ DOCUMENTATION = r"""
 ---
 short_description: Turn a Redfish EventService Event into one checked power event per record, for mapped BMCs only.
 description:
-  - Input is the event of the eda.builtin.webhook source receiving a Redfish Event (payload Context and Events).
-  - Output is one event per event record, C(nodeguard_power_event) with keys node (the Kubernetes node the mapping
-    gives for the subscription context), state (Off, PoweringOff or On), time (the record's EventTimestamp in UTC,
-    RFC 3339, Z suffix), event_id and source (redfish-event). The payload and the webhook's meta are not passed on.
-  - A record is refused (one event with the single key nodeguard_refused, the reason with the value escaped) when the
-    context is not mapped or mapped to more than one node, OriginOfCondition is not the mapped system, the MessageId
-    is not a ResourceEvent power message, or a field is missing or has the wrong form. A payload with template
-    syntax anywhere, a non-string where a string belongs, or deeper nesting than an Event is refused whole.
+  - Input is the event of the eda.builtin.webhook source receiving a Redfish Event (payload Events, meta endpoint
+    and headers).
+  - The BMC is the node named by the last segment of the endpoint it posted to, and only when the header
+    X-Nodeguard-Token is that node's token (HMAC-SHA256 of the node name under the key in O(token_env)).
+  - Output is one event per event record, C(nodeguard_power_event) with keys node, state (Off, PoweringOff, On or
+    Reset), time (the record's EventTimestamp in UTC, RFC 3339, Z suffix), event_id and source (redfish-event).
+    The payload and the webhook's meta are not passed on.
+  - Power messages known (docs/power-events.md) are DMTF ResourceEvent 1.x ResourcePoweredOff, ResourcePoweringOff,
+    ResourcePoweredOn; OpenBMC DCPowerOff, DCPowerOn; HPE iLO (iLOEvents, iLOResourceEvents) ServerPoweredOff,
+    ServerPoweredOn; Dell iDRAC (IDRAC) SYS1001 (Off), SYS1000 (On), SYS1003 (Reset).
+  - A record is refused (one event with the single key nodeguard_refused, the reason with the value escaped) when
+    the endpoint names no mapped node, the token is missing or wrong, OriginOfCondition is present and not the
+    mapped system, the MessageId is not a known power message, the record is a test event, or a field has the
+    wrong form. A payload with template syntax anywhere or deeper nesting than an Event is refused whole.
 options:
   vars_file_env:
     description:
       - Environment variable that holds the path of the YAML vars file with C(nodeguard_power_event_bmcs)
-        (a list of context, system, node). Unset, missing or malformed -> every event is refused.
+        (a list of node, system). Unset, missing or malformed -> every event is refused.
     type: str
     default: NODEGUARD_POWER_EVENT_VARS
+  token_env:
+    description:
+      - Environment variable that holds the key the per-BMC tokens are made with. Unset or empty -> every event is
+        refused.
+    type: str
+    default: NODEGUARD_EDA_TOKEN
 """
 
 EXAMPLES = r"""
 - eda.builtin.webhook:
     host: 0.0.0.0
     port: 5001
-    token: "{{ NODEGUARD_EDA_TOKEN }}"
   filters:
     - nodeguard.failover.redfish_power_events:
         vars_file_env: NODEGUARD_POWER_EVENT_VARS
+        token_env: NODEGUARD_EDA_TOKEN
 """
 
 
@@ -80,22 +103,39 @@ def _load_names():
 _names = _load_names()
 
 MAPPING_VARIABLE = "nodeguard_power_event_bmcs"
-# ResourceEvent registry, any 1.x version: RegistryPrefix.Major.Minor[.Errata].MessageKey
-MESSAGE_ID = re.compile(r"ResourceEvent\.1\.[0-9]{1,3}(\.[0-9]{1,3})?\.([A-Za-z]{1,64})")
-STATES = {"ResourcePoweredOff": "Off", "ResourcePoweringOff": "PoweringOff", "ResourcePoweredOn": "On"}
+TOKEN_HEADER = "X-Nodeguard-Token"
+TOKEN_PURPOSE = b"nodeguard power events\x00"  # keeps these tokens apart from any other use of the key
+# Registry prefix -> message key -> state, from the vendors' public registries (docs/power-events.md). Reset is a
+# host reset without power loss: logged, never acted on.
+POWER_MESSAGES = {
+    "ResourceEvent": {"ResourcePoweredOff": "Off", "ResourcePoweringOff": "PoweringOff", "ResourcePoweredOn": "On"},
+    "OpenBMC": {"DCPowerOff": "Off", "DCPowerOn": "On"},
+    "iLOResourceEvents": {"ServerPoweredOff": "Off", "ServerPoweredOn": "On"},
+    "iLOEvents": {"ServerPoweredOff": "Off", "ServerPoweredOn": "On"},  # iLO 5
+    "IDRAC": {"SYS1001": "Off", "SYS1000": "On", "SYS1003": "Reset"},
+}
+# The registry major versions whose power messages are known: a new major version may change their meaning.
+MAJOR_VERSIONS = {"ResourceEvent": "1", "OpenBMC": "0", "iLOResourceEvents": None, "iLOEvents": None, "IDRAC": None}
+# RegistryPrefix.Major.Minor[.Errata].MessageKey
+MESSAGE_ID = re.compile(r"([A-Za-z]{1,64})\.([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]{1,3})?\.([A-Za-z0-9]{1,64})")
+TEST_NAME, TEST_EVENT_TYPE, TEST_MESSAGE_KEYS = "test event", "TestEvent", ("TestEventLog", "TestEvent")
 EVENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 SYSTEM_PATH = re.compile(r"/redfish/v1/Systems/[A-Za-z0-9._:-]{1,128}")
-RFC3339 = re.compile(
-    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?([Zz]|([+-])([0-9]{2}):([0-9]{2}))"
-)
-CONTEXT_MAX = 256  # Redfish EventDestination.Context
+# RFC 3339, and the offset without its colon (-0800) that iDRAC sends
+RFC3339 = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?([Zz]|([+-])([0-9]{2}):?([0-9]{2}))")
 MAX_RECORDS = 64
 # payload / Events / record / OriginOfCondition / value is 4 deep; vendors' Oem sections add a few levels
 MAX_DEPTH = 8
 TEMPLATE_MARKS = ("{{", "{%", "{#")  # what starts a Jinja expression, statement or comment
 
-# vars_file_env -> (context -> {(system, node)}, problem or ""): the mapping, read once per process.
+# vars_file_env -> (node -> system, problem or ""): the mapping, read once per process.
 _mapping: dict[str, Any] = {}
+
+
+def bmc_token(key: str, node: str) -> str:
+    """The credential of the BMC of ``node``: HMAC-SHA256(key, purpose + node), hex. The same in
+    plugins/module_utils/power/redfish_events.py, which sends it in the subscription's HttpHeaders."""
+    return hmac.new(key.encode(), TOKEN_PURPOSE + node.encode(), hashlib.sha256).hexdigest()
 
 
 def refusal(why: str) -> dict[str, Any]:
@@ -103,8 +143,8 @@ def refusal(why: str) -> dict[str, Any]:
     return {"nodeguard_refused": f"power event refused, nothing runs for it: {why}"}
 
 
-def _read_mapping(vars_file_env: str) -> tuple[dict[str, set], str]:
-    """context -> {(system, node)} from the vars file, or ({}, problem). Every value is checked here once."""
+def _read_mapping(vars_file_env: str) -> tuple[dict[str, str], str]:
+    """node -> system from the vars file, or ({}, problem). Every value is checked here once."""
     path = os.environ.get(vars_file_env)
     if not path:
         return {}, f"environment variable {vars_file_env} (the vars file with {MAPPING_VARIABLE}) is not set"
@@ -116,23 +156,23 @@ def _read_mapping(vars_file_env: str) -> tuple[dict[str, set], str]:
     entries = data.get(MAPPING_VARIABLE) if isinstance(data, dict) else None
     if not isinstance(entries, list):
         return {}, f"{_names.shown(path)} has no list {MAPPING_VARIABLE}"
-    by_context: dict[str, set] = {}
+    by_node: dict[str, str] = {}
     for number, entry in enumerate(entries, 1):
-        if not isinstance(entry, dict) or set(entry) != {"context", "system", "node"}:
-            return {}, f"{MAPPING_VARIABLE} entry {number} must have exactly the keys context, system, node"
-        context, system, node = entry["context"], entry["system"], entry["node"]
-        if not isinstance(context, str) or not 0 < len(context) <= CONTEXT_MAX:
-            return {}, f"{MAPPING_VARIABLE} entry {number}: context must be a string of 1 to {CONTEXT_MAX} characters"
+        if not isinstance(entry, dict) or set(entry) != {"node", "system"}:
+            return {}, f"{MAPPING_VARIABLE} entry {number} must have exactly the keys node, system"
+        system, node = entry["system"], entry["node"]
         if not isinstance(system, str) or not SYSTEM_PATH.fullmatch(system):
             return {}, f"{MAPPING_VARIABLE} entry {number}: system {_names.shown(system)} is not a path /redfish/v1/Systems/<id>"
         why = _names.why_not_node_name(node)
         if why:
             return {}, f"{MAPPING_VARIABLE} entry {number}: {why}"
-        by_context.setdefault(context, set()).add((system, node))
-    return by_context, ""
+        if by_node.get(node, system) != system:
+            return {}, f"{MAPPING_VARIABLE}: node {node} is mapped to two systems ({by_node[node]}, {system})"
+        by_node[node] = system
+    return by_node, ""
 
 
-def _mapping_for(vars_file_env: str) -> tuple[dict[str, set], str]:
+def _mapping_for(vars_file_env: str) -> tuple[dict[str, str], str]:
     if vars_file_env not in _mapping:
         _mapping[vars_file_env] = _read_mapping(vars_file_env)
     return _mapping[vars_file_env]
@@ -153,13 +193,17 @@ def _junk(value: Any, depth: int = 0) -> str:
 
 
 def normalised_time(value: Any) -> str:
-    """``value`` (RFC 3339) as the same instant in UTC: ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z`` (fraction only when not zero,
-    microseconds, trailing zeros dropped). Empty when it is not an RFC 3339 time."""
+    """``value`` (RFC 3339, or an offset without colon) as the same instant in UTC: ``YYYY-MM-DDTHH:MM:SS[.ffffff]Z``
+    (fraction only when not zero, microseconds, trailing zeros dropped). Empty when it is not such a time.
+
+    A time in whole seconds (iLO, iDRAC and bmcweb write no fraction) says "some moment within that second": it
+    becomes the second's last microsecond, so that node-outage does not take a Lease renewed earlier in that same
+    second, before the power went, for a sign of life after the event (a refusal one power-off in ten otherwise)."""
     found = RFC3339.fullmatch(value) if isinstance(value, str) else None
     if not found:
         return ""
     year, month, day, hour, minute, second = (int(found.group(n)) for n in range(1, 7))  # a leap second 60 counts as 59
-    micro = int((found.group(7) or ".0")[1:7].ljust(6, "0"))
+    micro = int(found.group(7)[1:7].ljust(6, "0")) if found.group(7) else 999999
     offset = datetime.timedelta(0)
     if found.group(9):
         offset = datetime.timedelta(hours=int(found.group(10)), minutes=int(found.group(11)))
@@ -176,59 +220,112 @@ def normalised_time(value: Any) -> str:
     return text + "Z"
 
 
-def _checked(record: Any, context: str, system: str, node: str) -> tuple[dict[str, str] | None, str]:
-    """(power event, "") for a record about ``system`` whose every field has its form, (None, why) otherwise."""
+def power_state(message_id: str) -> str:
+    """The state a known power message reports ("Off", "PoweringOff", "On", "Reset"), or "" for any other message."""
+    found = MESSAGE_ID.fullmatch(message_id)
+    if not found:
+        return ""
+    prefix, major, key = found.group(1), found.group(2), found.group(5)
+    if prefix not in POWER_MESSAGES or MAJOR_VERSIONS[prefix] not in (None, major):
+        return ""
+    return POWER_MESSAGES[prefix].get(key, "")
+
+
+def _is_test_event(payload: dict, record: dict) -> bool:
+    """SubmitTestEvent's events, as the vendors mark them: Name or Message "Test Event", EventType TestEvent, or a
+    registry's TestEventLog message."""
+    names = [payload.get("Name"), record.get("Name"), record.get("Message")]
+    if any(isinstance(name, str) and name.strip().lower() == TEST_NAME for name in names):
+        return True
+    if record.get("EventType") == TEST_EVENT_TYPE:
+        return True
+    message_id = record.get("MessageId")
+    return isinstance(message_id, str) and message_id.rsplit(".", 1)[-1] in TEST_MESSAGE_KEYS
+
+
+def _origin_path(record: dict) -> tuple[str | None, bool]:
+    """(the OriginOfCondition path or None when absent, well formed). A link object is the schema's form; a plain
+    string is iLO's; absent is what log-based events (OpenBMC, iDRAC) may send."""
+    if "OriginOfCondition" not in record:
+        return None, True
+    origin = record["OriginOfCondition"]
+    link = origin.get("@odata.id") if isinstance(origin, dict) else origin
+    return (link, True) if isinstance(link, str) else (None, False)
+
+
+def _checked(payload: dict, record: Any, node: str, system: str) -> tuple[dict[str, str] | None, str]:
+    """(power event, "") for a record of ``node``'s BMC whose every field has its form, (None, why) otherwise."""
     if not isinstance(record, dict):
         return None, "an event record that is not an object"
     message_id = record.get("MessageId")
     if not isinstance(message_id, str):
         return None, f"MessageId must be a string, not {type(message_id).__name__}"
-    found = MESSAGE_ID.fullmatch(message_id)
-    if not found or found.group(2) not in STATES:
-        return None, f"MessageId {_names.shown(message_id)} is not a ResourceEvent power message (PoweredOff, PoweringOff, PoweredOn)"
-    origin = record.get("OriginOfCondition")
-    link = origin.get("@odata.id") if isinstance(origin, dict) else None
-    if not isinstance(link, str):
-        return None, "OriginOfCondition must be a link to the system (an object with an @odata.id string)"
-    if link.rstrip("/") != system:
-        return None, f"OriginOfCondition {_names.shown(link)} is not {system}, the system mapped to context {_names.shown(context)}"
+    if _is_test_event(payload, record):
+        return None, f"a test event from the BMC of node {node} ({_names.shown(message_id)}), and a test event never starts a run"
+    state = power_state(message_id)
+    if not state:
+        return None, f"MessageId {_names.shown(message_id)} of node {node} is not a known power message (docs/power-events.md)"
+    link, well_formed = _origin_path(record)
+    if not well_formed:
+        return None, "OriginOfCondition must be a link to the system (an object with an @odata.id string, or the path)"
+    if link is not None and link.rstrip("/") != system:
+        return None, f"OriginOfCondition {_names.shown(link)} is not {system}, the system of node {node}"
     time = normalised_time(record.get("EventTimestamp"))
     if not time:
         return None, f"EventTimestamp {_names.shown(record.get('EventTimestamp'))} of node {node} is not an RFC 3339 time"
     event_id = record.get("EventId")
+    if isinstance(event_id, int) and not isinstance(event_id, bool) and event_id >= 0:
+        event_id = str(event_id)  # a number, as some firmware sends it
     if not isinstance(event_id, str) or not EVENT_ID.fullmatch(event_id):
         return None, f"EventId {_names.shown(event_id)} of node {node} is not 1 to 64 of A-Z a-z 0-9 . _ : -"
-    fields = {"node": node, "state": STATES[found.group(2)], "time": time, "event_id": event_id, "source": "redfish-event"}
-    return fields, ""
+    return {"node": node, "state": state, "time": time, "event_id": event_id, "source": "redfish-event"}, ""
 
 
-def main(event: dict[str, Any], vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS") -> list[dict[str, Any]]:
+def _header(meta: Any, name: str) -> Any:
+    headers = meta.get("headers") if isinstance(meta, dict) else None
+    if not isinstance(headers, dict):
+        return None
+    return next((value for key, value in headers.items() if isinstance(key, str) and key.lower() == name.lower()), None)
+
+
+def _sender(event: dict, mapping: dict[str, str], key: str) -> tuple[str, str]:
+    """(node, "") when the POST came to a mapped node's endpoint with that node's token, ("", why) otherwise."""
+    meta = event.get("meta")
+    endpoint = meta.get("endpoint") if isinstance(meta, dict) else None
+    if not isinstance(endpoint, str):
+        return "", "the webhook gave no endpoint: the BMC is known by the path it posts to (<destination>/<node>)"
+    node = endpoint.rstrip("/").rsplit("/", 1)[-1]
+    if node not in mapping:
+        return "", f"endpoint {_names.shown(endpoint)} does not end with a mapped node (unknown BMC)"
+    token = _header(meta, TOKEN_HEADER)
+    if not isinstance(token, str) or not hmac.compare_digest(token.encode(), bmc_token(key, node).encode()):
+        return "", f"the {TOKEN_HEADER} header is missing or is not the token of the BMC of node {node} (value not shown)"
+    return node, ""
+
+
+def main(event: dict[str, Any], vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS", token_env: str = "NODEGUARD_EDA_TOKEN") -> list[dict[str, Any]]:
     """Return one checked power event per record of a Redfish Event payload, or refusal events."""
     mapping, problem = _mapping_for(vars_file_env)
     if problem:
         return [refusal(f"the BMC mapping is unusable: {problem}")]
+    key = os.environ.get(token_env, "")
+    if not key:
+        return [refusal(f"environment variable {token_env} (the key of the BMCs' tokens) is not set")]
+    node, why = _sender(event, mapping, key)
+    if why:
+        return [refusal(why)]
     payload = event.get("payload")
     records = payload.get("Events") if isinstance(payload, dict) else None
     if not isinstance(records, list) or not records:
-        return [refusal("not a Redfish Event (no Events list)")]
+        return [refusal(f"not a Redfish Event (no Events list), from the BMC of node {node}")]
     if len(records) > MAX_RECORDS:
         return [refusal(f"{len(records)} event records in one POST, more than {MAX_RECORDS}")]
     junk = _junk(payload)
     if junk:
         return [refusal(f"the payload holds {junk}")]
-    context = payload.get("Context")
-    if not isinstance(context, str):
-        return [refusal(f"Context must be a string, not {type(context).__name__}")]
-    targets = mapping.get(context)
-    if not targets:
-        return [refusal(f"context {_names.shown(context)} is not mapped to a node (unknown BMC)")]
-    if len(targets) > 1:
-        nodes = ", ".join(sorted({mapped_node for mapped_system, mapped_node in targets}))
-        return [refusal(f"context {_names.shown(context)} is mapped more than once ({nodes}): it does not name one BMC")]
-    ((system, node),) = targets
     events = []
     for record in records:
-        fields, why = _checked(record, context, system, node)
+        fields, why = _checked(payload, record, node, mapping[node])
         events.append({"nodeguard_power_event": fields} if fields else refusal(why))
-    # No meta: the webhook's (request headers) is not passed on; ansible-rulebook adds its own after this filter.
+    # No meta: the webhook's (request headers, the token) is not passed on; ansible-rulebook adds its own after this filter.
     return events
