@@ -101,6 +101,8 @@ def plan(current: dict, flags: dict | None, feature_gates: dict | None, where: s
         flags = {}
     if not isinstance(flags, dict):
         raise FileEditError(f"{where}: flags must be a mapping flag-name: value, got {flags!r}")
+    flags = yamldoc.plain(flags, where)  # playbook variables arrive as tagged strings
+    feature_gates = yamldoc.plain(feature_gates, f"{where} feature gates")
     if feature_gates is not None and FEATURE_GATES in flags and not isinstance(flags[FEATURE_GATES], dict):
         raise FileEditError(
             f"{where}: give feature gates either as the feature-gates flag string or as a mapping, not both"

@@ -102,6 +102,7 @@ def render(document, settings: dict, source: str) -> Rendered:
     if not isinstance(settings, dict):
         raise FileEditError(f"{source}: settings must be a mapping of KubeletConfiguration fields, got {settings!r}")
     _check_document(document, source)
+    settings = yamldoc.plain(settings, source)  # playbook variables arrive as tagged strings
     wanted = {}
     for field, value in settings.items():
         if not isinstance(field, str) or not _FIELD_NAME.match(field):
@@ -164,7 +165,7 @@ def settings_to_flags(settings: dict, where: str, skip_unsupported: bool = False
     Fields without a kubelet flag fail, unless ``skip_unsupported`` leaves them out.
     """
     flags = {}
-    for field, value in (settings or {}).items():
+    for field, value in yamldoc.plain(settings or {}, where).items():
         if field not in FIELD_FLAGS and skip_unsupported:
             continue
         if field not in FIELD_FLAGS:

@@ -17,6 +17,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.distributions i
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import RANCHER
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 Rendered = namedtuple("Rendered", "document changes")
 
@@ -73,7 +74,7 @@ def render(document, args: dict, source: str, drop_in: bool = False) -> Rendered
     if not isinstance(args, dict):
         raise FileEditError(f"{source}: args must be a mapping like {{kube-apiserver-arg: {{flag: value}}}}, got {args!r}")
     planned = []
-    for key, wanted in args.items():
+    for key, wanted in yamldoc.plain(args, source).items():  # playbook variables arrive as tagged strings
         _check_key(key, source)
         stored = _stored_key(document, key, source)
         current = flaglib.read_list(_items(document, stored, source), "")

@@ -64,7 +64,7 @@ def render(document, services: dict, source: str) -> Rendered:
     if not isinstance(services, dict):
         raise FileEditError(f"{source}: services must be a mapping service: {{flag: value}}, got {services!r}")
     planned = []
-    for service, wanted in services.items():
+    for service, wanted in yamldoc.plain(services, source).items():  # playbook variables arrive as tagged strings
         _check_service(service, source)
         where = f"{source} services.{service}.extra_args"
         current = flaglib.read_map(_extra_args(_services(document, source, False), service, source, False))

@@ -336,14 +336,23 @@ def _merge(original: str, base: str, edited: str) -> str:
     return text[:-1] if no_final_newline and text.endswith("\n") else text
 
 
-def dump(document, like_text: str = "") -> str:
+def dump(document, like_text: str = "", source: str = "the document") -> str:
     """Serialise a document that was loaded from ``like_text`` (empty for a new file).
 
     Each top-level block is written in the indentation style it has in ``like_text``, and every line
     the change did not touch comes out byte for byte as it was: trailing spaces, flow lists, block
-    scalars, comments, the final newline or its absence.
+    scalars, comments, the final newline or its absence. A value ruamel.yaml cannot write is a
+    FileEditError naming ``source`` and the key.
     """
     require_ruamel()
+    try:
+        return _dump(document, like_text)
+    except YAMLError as error:
+        where = _unwritable(document) or "a value"
+        raise FileEditError(f"{source}: cannot write {where} as YAML ({type(error).__name__})") from None
+
+
+def _dump(document, like_text: str) -> str:
     edited = _dump_styled(document, like_text)
     if not like_text.strip():
         return edited
@@ -355,6 +364,45 @@ def dump(document, like_text: str = "") -> str:
     if merged != edited and _yaml().load(merged) != document:
         return edited  # safety net: never write a text that does not hold the rendered document
     return merged
+
+
+def plain(value, where: str, key: str = ""):
+    """``value`` as built-in Python types, for values that come from outside a file (playbook variables).
+
+    Ansible 2.19 hands filters and modules tagged strings and numbers (subclasses of ``str``, ``int`` and
+    ``float`` that carry where they came from); ruamel.yaml cannot write those. Such subclasses become the
+    plain type, mappings and lists are converted item by item. Anything else fails here, naming ``where``
+    and the key.
+    """
+    if value is None or isinstance(value, bool):  # bool cannot be subclassed
+        return value
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value) if type(value) is not kind else value
+    if isinstance(value, dict):
+        return {plain(name, where, key): plain(item, where, f"{key}.{name}" if key else str(name)) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item, where, f"{key}[{number}]") for number, item in enumerate(value)]
+    raise FileEditError(
+        f"{where}: {key or 'the value'} is a {type(value).__name__}; give a string, number, boolean, null, list or mapping"
+    )
+
+
+def _unwritable(document, path: str = ""):
+    """The key path of the first value in ``document`` that ruamel.yaml cannot write, or None."""
+    items = document.items() if isinstance(document, dict) else enumerate(document) if isinstance(document, list) else ()
+    for key, value in items:
+        where = f"{path}[{key}]" if isinstance(document, list) else f"{path}.{key}" if path else str(key)
+        if isinstance(value, (dict, list)):
+            found = _unwritable(value, where)
+            if found:
+                return found
+            continue
+        try:
+            _yaml().dump([value], io.StringIO())
+        except Exception:  # noqa: BLE001 - any representer failure marks the value
+            return f"{where} ({type(value).__name__})"
+    return None
 
 
 def new_mapping(items=None):

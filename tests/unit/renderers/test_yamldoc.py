@@ -204,3 +204,26 @@ def test_paths_and_booleans_are_not_secrets(line):
     from ansible_collections.nodeguard.failover.plugins.module_utils.files import redact_secrets
 
     assert redact_secrets(line) == line
+
+
+class TaggedStr(str):
+    """A str subclass, as Ansible 2.19 hands a templated playbook variable (ruamel.yaml cannot write it)."""
+
+
+@pytest.mark.parametrize(
+    "name, render",
+    [
+        ("kube-controller-manager.yaml", lambda document, value: static_pod.render(
+            document, "kube-controller-manager", {TaggedStr("node-monitor-grace-period"): value}, {TaggedStr("A"): True}, "m.yaml")),
+        ("rke2-config.yaml", lambda document, value: rancher.render(
+            document, {TaggedStr("kube-controller-manager-arg"): {TaggedStr("node-monitor-grace-period"): value}}, "config.yaml")),
+        ("rke1-cluster.yml", lambda document, value: rke1.render(
+            document, {TaggedStr("kube-controller"): {TaggedStr("node-monitor-grace-period"): value}}, "cluster.yml")),
+    ],
+    ids=["static_pod", "rancher", "rke1"],
+)
+def test_renderers_take_str_subclasses_from_playbook_variables(name, render):
+    text = (FIXTURES / name).read_text()
+    with_plain = yamldoc.dump(render(yamldoc.load(text, name), "20s").document, text)
+    with_tagged = yamldoc.dump(render(yamldoc.load(text, name), TaggedStr("20s")).document, text)
+    assert with_tagged == with_plain and "20s" in with_plain
