@@ -199,7 +199,7 @@ def is_empty(text: str) -> bool:
 def _dump_with(document, style, explicit_start: bool) -> str:
     stream = io.StringIO()
     _yaml(style, explicit_start).dump(document, stream)
-    return stream.getvalue()
+    return stream.getvalue().replace("\r\n", "\n")  # comments read from a CR LF file keep their CR; _dump puts line ends back
 
 
 def _dump_styled(document, like_text: str) -> str:
@@ -352,7 +352,21 @@ def dump(document, like_text: str = "", source: str = "the document") -> str:
         raise FileEditError(f"{source}: cannot write {where} as YAML ({type(error).__name__})") from None
 
 
+def line_ending(text: str) -> str:
+    """"\r\n" when most lines of ``text`` end that way (a file written on Windows), else "\n"."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
 def _dump(document, like_text: str) -> str:
+    """``dump`` for a file with any line endings: the merge works on "\n", the result gets the file's own."""
+    newline = line_ending(like_text)
+    if newline == "\n":
+        return _dump_lf(document, like_text)
+    return _dump_lf(document, like_text.replace("\r\n", "\n")).replace("\n", newline)
+
+
+def _dump_lf(document, like_text: str) -> str:
     edited = _dump_styled(document, like_text)
     if not like_text.strip():
         return edited

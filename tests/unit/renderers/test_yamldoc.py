@@ -11,7 +11,7 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")), ids=lambda p: p.name)
 def test_round_trip_is_byte_identical(path):
-    text = path.read_text()
+    text = path.read_bytes().decode("utf-8")
     assert yamldoc.dump(yamldoc.load(text, path.name), text) == text
 
 
@@ -62,7 +62,7 @@ def test_redact_secrets_masks_values_and_block_scalars_only():
 
 def edited(name, render):
     """(original text, text after ``render`` changed the document loaded from fixture ``name``)."""
-    text = (FIXTURES / name).read_text()
+    text = (FIXTURES / name).read_bytes().decode("utf-8")
     rendered = render(yamldoc.load(text, name))
     assert rendered.changes
     return text, yamldoc.dump(rendered.document, text)

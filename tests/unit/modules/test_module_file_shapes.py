@@ -1,0 +1,38 @@
+"""Issue 22: each real file shape through its module: check mode shows the diff the real run makes,
+only owned lines change (tests/unit/renderers/test_file_shapes.py checks which), a second run changes nothing."""
+
+import pytest
+from ansible_collections.nodeguard.failover.plugins.modules import rancher_config
+
+SHAPES = [
+    pytest.param(
+        "rke2-windows-agent-config-crlf.yaml", rancher_config,
+        {"distribution": "rke2", "args": {"kubelet-arg": {"max-pods": None}, "kube-proxy-arg": {"v": "2"}}},
+        id="crlf-windows-rke2-agent",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fixture", "module", "args"), SHAPES)
+def test_check_mode_diff_is_the_real_diff_and_a_second_run_changes_nothing(run_module, copy_fixture, fixture, module, args):
+    path = copy_fixture(fixture, "etc/" + fixture)
+    before = path.read_bytes()
+    args = dict(args, path=str(path), backup=False)
+
+    checked = run_module(module, args, check_mode=True)
+    assert checked["changed"] is True and not checked["failed"], checked.get("msg")
+    assert path.read_bytes() == before
+
+    applied = run_module(module, args)
+    assert applied["changed"] is True
+    assert applied["diff"] == checked["diff"]
+    assert applied["checksum"] == checked["checksum"]
+    written = path.read_bytes().decode("utf-8")
+    assert applied["diff"]["after"] == written or "<redacted" in applied["diff"]["after"]
+    assert ("\r\n" in written) == (b"\r\n" in before)
+    if b"\r\n" in before:
+        assert written.count("\r\n") == written.count("\n"), "every line keeps CR LF"
+
+    again = run_module(module, args)
+    assert again["changed"] is False and path.read_text() == path.read_text()
+    assert path.read_bytes().decode("utf-8") == written
