@@ -8,7 +8,6 @@ a mapping value (e.g. ``featureGates``) is merged key by key; anything else repl
 
 from __future__ import annotations
 
-import copy
 import re
 from collections import namedtuple
 
@@ -110,7 +109,7 @@ def render(document, settings: dict, source: str) -> Rendered:
         if field in ("apiVersion", "kind"):
             raise FileEditError(f"{source}: {field} is not a setting")
         wanted[field] = _normalise(field, value, source)
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     changes = []
     if not new_document:  # a new (drop-in) file starts with its type
         _merge(new_document, "apiVersion", API_GROUP + "v1beta1", "", changes)

@@ -10,7 +10,6 @@ the plain key. When a flag repeats on the command line, its last value wins.
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import DISTRIBUTIONS as DISTRIBUTION_TABLE
@@ -83,13 +82,14 @@ def render(document, args: dict, source: str, drop_in: bool = False) -> Rendered
             planned.append((key, stored, changes, current))
     if not planned:
         return Rendered(document, [])
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     lines = []
     for key, stored, changes, current in planned:
         name = stored or (key + "+" if drop_in else key)
         items = new_document.get(name)
         if not isinstance(items, list):
             items = new_document[name] = [] if items is None else [items]
+        yamldoc.refuse_shared(items, f"{source} {name}")
         flaglib.apply_to_list(items, changes, "")
         if not items:
             del new_document[name]

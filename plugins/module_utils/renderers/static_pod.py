@@ -4,13 +4,11 @@
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import (
-    flags as flaglib,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 Rendered = namedtuple("Rendered", "document changes")
 
@@ -53,7 +51,7 @@ def render(document, container: str, flags: dict | None, feature_gates: dict | N
     changes = flaglib.plan(current, flags, feature_gates, where)
     if not changes:
         return Rendered(document, [])
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     command = _command(find_container(new_document, container, source), container, source)
     flaglib.apply_to_list(command, changes, "--")
     return Rendered(new_document, flaglib.describe(changes, current, container))

@@ -2,13 +2,33 @@
 only owned lines change (tests/unit/renderers/test_file_shapes.py checks which), a second run changes nothing."""
 
 import pytest
-from ansible_collections.nodeguard.failover.plugins.modules import rancher_config
+from ansible_collections.nodeguard.failover.plugins.modules import rancher_config, rke1_cluster_config
 
 SHAPES = [
     pytest.param(
         "rke2-windows-agent-config-crlf.yaml", rancher_config,
         {"distribution": "rke2", "args": {"kubelet-arg": {"max-pods": None}, "kube-proxy-arg": {"v": "2"}}},
         id="crlf-windows-rke2-agent",
+    ),
+    pytest.param(
+        "rke2-config-indented.yaml", rancher_config,
+        {"distribution": "rke2", "args": {"kube-controller-manager-arg": {"node-monitor-grace-period": "20s", "node-monitor-period": "2s"}}},
+        id="rke2-indented-six-spaces",
+    ),
+    pytest.param(
+        "rke2-config-flag-twice.yaml", rancher_config,
+        {"distribution": "rke2", "args": {"kube-controller-manager-arg": {"node-monitor-grace-period": "4s"}}},
+        id="rke2-flag-given-twice",
+    ),
+    pytest.param(
+        "rke1-cluster-feature-gates-comments.yml", rke1_cluster_config,
+        {"services": {"kube-controller": {"feature-gates": None, "node-monitor-period": "2s", "node-monitor-grace-period": "20s"}}},
+        id="rke1-comment-above-removed-key",
+    ),
+    pytest.param(
+        "rke1-cluster-anchors.yml", rke1_cluster_config,
+        {"services": {"kube-controller": {"node-monitor-grace-period": "20s", "node-monitor-period": "2s"}}},
+        id="rke1-anchors-and-aliases",
     ),
 ]
 
@@ -34,5 +54,5 @@ def test_check_mode_diff_is_the_real_diff_and_a_second_run_changes_nothing(run_m
         assert written.count("\r\n") == written.count("\n"), "every line keeps CR LF"
 
     again = run_module(module, args)
-    assert again["changed"] is False and path.read_text() == path.read_text()
+    assert again["changed"] is False
     assert path.read_bytes().decode("utf-8") == written

@@ -9,7 +9,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.renderers impor
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")) + sorted(FIXTURES.glob("*.manifest")), ids=lambda p: p.name)
 def test_round_trip_is_byte_identical(path):
     text = path.read_bytes().decode("utf-8")
     assert yamldoc.dump(yamldoc.load(text, path.name), text) == text
