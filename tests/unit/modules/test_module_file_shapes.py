@@ -2,7 +2,7 @@
 only owned lines change (tests/unit/renderers/test_file_shapes.py checks which), a second run changes nothing."""
 
 import pytest
-from ansible_collections.nodeguard.failover.plugins.modules import rancher_config, rke1_cluster_config
+from ansible_collections.nodeguard.failover.plugins.modules import rancher_config, rke1_cluster_config, static_pod_flags
 
 SHAPES = [
     pytest.param(
@@ -30,12 +30,29 @@ SHAPES = [
         {"services": {"kube-controller": {"node-monitor-grace-period": "20s", "node-monitor-period": "2s"}}},
         id="rke1-anchors-and-aliases",
     ),
+    pytest.param(
+        "kube-controller-manager-kops-go-runner.manifest", static_pod_flags,
+        {"flags": {"node-monitor-period": "2s", "node-monitor-grace-period": "20s"}},
+        id="kops-go-runner-args",
+    ),
+    pytest.param(
+        "kube-controller-manager-flow-command-args.yaml", static_pod_flags,
+        {"flags": {"node-monitor-period": "2s", "node-monitor-grace-period": "20s"}},
+        id="flow-command-and-args",
+    ),
+    pytest.param(
+        "kube-controller-manager-flag-in-command-and-args.yaml", static_pod_flags,
+        {"flags": {"node-monitor-grace-period": "4s"}},
+        id="flag-in-command-and-args",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("fixture", "module", "args"), SHAPES)
 def test_check_mode_diff_is_the_real_diff_and_a_second_run_changes_nothing(run_module, copy_fixture, fixture, module, args):
-    path = copy_fixture(fixture, "etc/" + fixture)
+    # static_pod_flags names the container after the file: kube-controller-manager.yaml / .manifest
+    name = fixture if module is not static_pod_flags else "kube-controller-manager" + fixture[fixture.rindex("."):]
+    path = copy_fixture(fixture, "etc/" + name)
     before = path.read_bytes()
     args = dict(args, path=str(path), backup=False)
 

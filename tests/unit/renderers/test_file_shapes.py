@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
-from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rancher, rke1, yamldoc
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags, rancher, rke1, static_pod, yamldoc
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
@@ -135,3 +135,92 @@ def test_a_flag_given_twice_is_set_once_where_it_first_was():
     before, after = edit("rke2-config-flag-twice.yaml", lambda document: rancher.render(document, args, "config.yaml"))
     expected = replaced(before, '  - "node-monitor-grace-period=40s"\n', '  - "node-monitor-grace-period=4s"\n')
     assert after == replaced(expected, '  - "node-monitor-grace-period=20s"\n', "")
+
+
+# -- Static pods: the process as it runs, command then args (issue 22.1) -------------------------------------
+
+KOPS = "kube-controller-manager-kops-go-runner.manifest"
+FAST = {"node-monitor-period": "2s", "node-monitor-grace-period": "20s"}
+
+
+def kcm(flags, feature_gates=None):
+    return lambda document: static_pod.render(document, "kube-controller-manager", flags, feature_gates, "kube-controller-manager.yaml")
+
+
+def test_kops_go_runner_new_flags_go_after_the_component_binary_in_args():
+    """kOps: command [/go-runner], args: go-runner's flags, /usr/local/bin/kube-controller-manager, its flags."""
+    before, after = edit(KOPS, kcm(dict(FAST, v="4")))
+    expected = replaced(before, "    - --v=2\n", "    - --v=4\n    - --node-monitor-period=2s\n    - --node-monitor-grace-period=20s\n")
+    assert after == expected
+    document = yamldoc.load(after, KOPS)
+    assert static_pod.command_of(document, "kube-controller-manager", KOPS) == ["/go-runner"]
+    args = static_pod.args_of(document, "kube-controller-manager", KOPS)
+    assert args.index("--node-monitor-grace-period=20s") > args.index("/usr/local/bin/kube-controller-manager")
+
+
+def test_kops_go_runner_flags_are_not_the_components():
+    document = yamldoc.load(fixture_text(KOPS), KOPS)
+    flags = static_pod.read_flags(document, "kube-controller-manager", KOPS)
+    assert "log-file" not in flags and "also-stdout" not in flags and flags["v"] == ["2"]
+    assert static_pod.render(document, "kube-controller-manager", {"log-file": None}, None, KOPS).changes == []
+
+
+def test_flow_command_with_args_the_flags_are_edited_in_args():
+    before, after = edit("kube-controller-manager-flow-command-args.yaml", kcm(FAST))
+    expected = replaced(before, "      - --node-monitor-grace-period=40s   # stock\n", "      - --node-monitor-grace-period=20s   # stock\n")
+    assert after == replaced(expected, "      - --use-service-account-credentials=true\n",
+                             "      - --use-service-account-credentials=true\n      - --node-monitor-period=2s\n")
+    assert '      command: ["kube-controller-manager"]\n' in after
+
+
+TWICE = "kube-controller-manager-flag-in-command-and-args.yaml"
+
+
+def test_a_flag_in_command_and_again_in_args_is_set_where_it_first_is_and_the_repeat_goes():
+    before, after = edit(TWICE, kcm({"node-monitor-grace-period": "4s", "node-monitor-period": "2s"}))
+    expected = replaced(before, "    - --node-monitor-grace-period=40s\n", "    - --node-monitor-grace-period=4s\n")
+    expected = replaced(expected, "    args:\n    - --node-monitor-grace-period=20s\n", "    args:\n")
+    assert after == replaced(expected, "    - --v=2\n", "    - --v=2\n    - --node-monitor-period=2s\n")
+
+
+def test_the_value_the_process_runs_with_is_the_last_one_given():
+    """args' 20s comes after command's 40s: the component runs with 20s, so asking for 20s changes nothing."""
+    document = yamldoc.load(fixture_text(TWICE), TWICE)
+    assert static_pod.read_flags(document, "kube-controller-manager", TWICE)["node-monitor-grace-period"] == ["40s", "20s"]
+    assert kcm({"node-monitor-grace-period": "20s"})(document).changes == []
+    assert kcm({"node-monitor-grace-period": "40s"})(document).changes == ["kube-controller-manager: node-monitor-grace-period 40s,20s -> 40s"]
+
+
+@pytest.mark.parametrize(
+    ("container", "message"),
+    [
+        ({"name": "c", "args": ["--a=1"]}, "has no command list and its args do not name the c binary"),
+        ({"name": "c", "command": ["/bin/sh", "-c", "exec /usr/local/bin/c --a=1"]}, "runs its command through /bin/sh"),
+        ({"name": "c", "command": "c --a=1"}, "command must be a list"),
+    ],
+)
+def test_a_process_whose_flags_cannot_be_placed_is_refused(container, message):
+    document = yamldoc.load("kind: Pod\nspec:\n  containers: []\n", "x")
+    document["spec"]["containers"].append(container)
+    with pytest.raises(FileEditError, match=message):
+        static_pod.render(document, "c", {"a": "2"}, None, "c.yaml")
+
+
+# -- The health check reads a running process the same way (roles/control_plane_flags) -----------------------
+
+GO_RUNNER_LINE = ("4242 /go-runner --log-file=/var/log/kube-controller-manager.log --also-stdout "
+                  "/usr/local/bin/kube-controller-manager --leader-elect=true --node-monitor-grace-period=40s "
+                  "--node-monitor-grace-period=20s")
+
+
+@pytest.mark.parametrize(
+    ("wanted", "runs"),
+    [
+        ({"node-monitor-grace-period": "20s"}, True),  # the last value given is the one it runs with
+        ({"node-monitor-grace-period": "40s"}, False),
+        ({"log-file": None}, True),  # go-runner's flag, not the component's
+        ({"also-stdout": True}, False),
+    ],
+)
+def test_a_go_runner_process_is_read_after_the_component_binary(wanted, runs):
+    assert bool(flags.processes_with_flags([GO_RUNNER_LINE], wanted, "kube-controller-manager")) is runs
