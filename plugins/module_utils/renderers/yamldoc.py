@@ -386,8 +386,7 @@ def _fit(lines: list, first: int, end: int, base: list, original: list, where: l
     else the nearest shallower one: its parent.
     """
     kept = {base[number]: original[where[number]] for number in range(first, end) if where[number] is not None}
-    neighbours = [number for number in range(first, end)]
-    neighbours += list(range(first - 1, -1, -1)) + list(range(end, len(base)))
+    neighbours = list(range(first, end)) + list(range(first - 1, -1, -1)) + list(range(end, len(base)))
     references = [
         (kinds[number].indent, kinds[number].dash is not None, _indent(original[where[number]]) - kinds[number].indent)
         for number in neighbours
@@ -483,7 +482,7 @@ def plain(value, where: str, key: str = ""):
         return value
     for kind in (str, int, float):
         if isinstance(value, kind):
-            return kind(value) if type(value) is not kind else value
+            return kind(value)  # the plain type (the same object when it already is one)
     if isinstance(value, dict):
         return {plain(name, where, key): plain(item, where, f"{key}.{name}" if key else str(name)) for name, item in value.items()}
     if isinstance(value, (list, tuple)):
