@@ -39,11 +39,11 @@ def kubeadm_cluster_config_merge(cluster_configuration_yaml, controller_manager_
             _check_api(document, kubernetes_version, source)
         flags = _with_gates(controller_manager_flags, controller_manager_feature_gates, source)
         rendered = kubeadm_config.render(document, flags, apiserver_flags, source)
+        if not rendered.changes:
+            return cluster_configuration_yaml
+        return yamldoc.dump(rendered.document, cluster_configuration_yaml, source)
     except FileEditError as error:
         raise AnsibleFilterError(str(error)) from error
-    if not rendered.changes:
-        return cluster_configuration_yaml
-    return yamldoc.dump(rendered.document, cluster_configuration_yaml)
 
 
 def kubelet_config_merge(kubelet_yaml, settings):
@@ -52,11 +52,11 @@ def kubelet_config_merge(kubelet_yaml, settings):
     try:
         document = yamldoc.load(_text(kubelet_yaml, source), source)
         rendered = kubelet.render(document, settings, source)
+        if not rendered.changes:
+            return kubelet_yaml
+        return yamldoc.dump(rendered.document, kubelet_yaml, source)
     except FileEditError as error:
         raise AnsibleFilterError(str(error)) from error
-    if not rendered.changes:
-        return kubelet_yaml
-    return yamldoc.dump(rendered.document, kubelet_yaml)
 
 
 def kubelet_settings_to_flags(settings, skip_unsupported=False):

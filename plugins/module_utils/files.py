@@ -283,7 +283,7 @@ def edit_yaml_file(module, edit: FileEdit) -> dict:
     if not rendered.changes:  # nothing to set: not even a new empty file
         return result
 
-    new_text = yamldoc.dump(rendered.document, text)
+    new_text = yamldoc.dump(rendered.document, text, path)
     result.update(
         changed=True,
         checksum=sha256_of(new_text.encode("utf-8")),

@@ -5,11 +5,20 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 module: static_pod_flags
-short_description: Set command-line flags of a container in a kubeadm static pod manifest
+short_description: Set command-line flags of a container in a static pod manifest
 version_added: 0.1.0
 description:
-  - Sets, changes or removes C(--flag=value) items in C(spec.containers[].command) of a static pod manifest,
-    such as C(/etc/kubernetes/manifests/kube-controller-manager.yaml) or C(kube-apiserver.yaml).
+  - Sets, changes or removes C(--flag=value) items of one container of a static pod manifest, such as
+    C(/etc/kubernetes/manifests/kube-controller-manager.yaml) or C(kube-apiserver.yaml) (kubeadm) or
+    C(kube-controller-manager.manifest) (kOps).
+  - Reads the process as the container runs it, C(command) then C(args). The component's flags are the words after
+    its binary (a word whose file name is the container name). kubeadm puts them in C(command), hand-written manifests
+    often in C(args), and kOps runs the command C(/go-runner) with go-runner's own flags, then the binary and the
+    component's flags, in C(args). A wrapper's flags (before the binary) are never read or changed.
+  - A flag is changed where it is; when it is given more than once, the first is changed and the others are removed
+    (the last one was the value the component used). A new flag goes last, after the component's binary, in C(args)
+    when the container has C(args), else in C(command). A file whose last value already is the wanted one is not
+    changed.
   - Feature gates are merged gate by gate into the existing C(--feature-gates=A=true,B=false) item.
   - The kubelet restarts the static pod as soon as the file changes. Wait for the component's C(/healthz)
     and restore RV(backup_file) when it does not come back (the C(nodeguard.failover) control plane role does this).
@@ -26,7 +35,8 @@ options:
     required: true
   container:
     description:
-      - Name of the container whose command carries the flags.
+      - Name of the container whose process carries the flags; also the file name of the component's binary
+        in its C(command) or C(args).
       - Defaults to the file name without extension (C(kube-apiserver) for C(kube-apiserver.yaml)).
     type: str
   flags:
@@ -89,6 +99,11 @@ command:
   returned: success
   type: list
   elements: str
+args:
+  description: The container args after the change (or as it would be in check mode); empty when it has none.
+  returned: success
+  type: list
+  elements: str
 backup_file:
   description: Backup of the manifest taken before it was changed.
   returned: changed and O(backup=true) and not in check mode
@@ -128,7 +143,10 @@ def plan(params) -> FileEdit:
     return FileEdit(
         path,
         render=lambda document: static_pod.render(document, container, params["flags"], params["feature_gates"], path),
-        report=lambda document: {"command": redact_command(static_pod.command_of(document, container, path))},
+        report=lambda document: {
+            "command": redact_command(static_pod.command_of(document, container, path)),
+            "args": redact_command(static_pod.args_of(document, container, path)),
+        },
         backup_dir=default_backup_dir(path),
     )
 

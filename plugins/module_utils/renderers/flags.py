@@ -13,6 +13,8 @@ merged gate by gate into the existing ``A=true,B=false`` list instead of replaci
 
 from __future__ import annotations
 
+import posixpath
+
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
@@ -95,12 +97,16 @@ def plan(current: dict, flags: dict | None, feature_gates: dict | None, where: s
 
     ``current`` maps a flag name to the list of values it has in the document (a flag may
     repeat; ``None`` stands for a bare ``--flag``). Returns ``[(name, new value or None)]``
-    for the flags whose stored form differs from the wanted one, in the order asked.
+    for the flags whose value differs from the wanted one, in the order asked. A repeated flag
+    has the value of its last occurrence (the one a program reads last and keeps), so a file whose
+    last value is the wanted one is not changed: the process already runs with it.
     """
     if flags is None:
         flags = {}
     if not isinstance(flags, dict):
         raise FileEditError(f"{where}: flags must be a mapping flag-name: value, got {flags!r}")
+    flags = yamldoc.plain(flags, where)  # playbook variables arrive as tagged strings
+    feature_gates = yamldoc.plain(feature_gates, f"{where} feature gates")
     if feature_gates is not None and FEATURE_GATES in flags and not isinstance(flags[FEATURE_GATES], dict):
         raise FileEditError(
             f"{where}: give feature gates either as the feature-gates flag string or as a mapping, not both"
@@ -123,8 +129,8 @@ def plan(current: dict, flags: dict | None, feature_gates: dict | None, where: s
         if value is None:
             if values:
                 changes.append((name, None))
-        elif values != [value] and not (value == "true" and values == [None]):
-            changes.append((name, value))
+        elif not values or (values[-1] != value and not (value == "true" and values[-1] is None)):
+            changes.append((name, value))  # a repeated flag counts with its last value, as a command line reads it
     return changes
 
 
@@ -142,7 +148,7 @@ def describe(changes: list, current: dict, where: str) -> list:
 # ---------------------------------------------------------------- list of "--name=value"
 
 
-def _split_item(item, prefix: str):
+def split_item(item, prefix: str):
     """``"--a=b"`` -> ``("a", "b")``; ``"--a"`` -> ``("a", None)``; other items -> None."""
     if not isinstance(item, str) or not item.startswith(prefix) or (prefix and item.startswith(prefix + "-")):
         return None
@@ -155,7 +161,7 @@ def _split_item(item, prefix: str):
 def read_list(items, prefix: str) -> dict:
     current = {}
     for item in items or []:
-        split = _split_item(item, prefix)
+        split = split_item(item, prefix)
         if split:
             current.setdefault(split[0], []).append(split[1])
     return current
@@ -164,7 +170,7 @@ def read_list(items, prefix: str) -> dict:
 def apply_to_list(items, changes: list, prefix: str) -> None:
     """Apply planned changes in place: replace the first occurrence, drop repeats, append new."""
     for name, value in changes:
-        positions = [i for i, item in enumerate(items) if (_split_item(item, prefix) or (None,))[0] == name]
+        positions = [i for i, item in enumerate(items) if (split_item(item, prefix) or (None,))[0] == name]
         if value is None:
             for i in reversed(positions):
                 del items[i]
@@ -240,13 +246,19 @@ def apply_to_named_list(items, changes: list) -> None:
 def processes_with_flags(process_lines, flags: dict | None, where: str) -> list:
     """The processes that run with ``flags``, from ``pgrep -a`` lines (``PID command args...``).
 
-    A process runs with them when ``plan`` finds nothing to change in its ``--name=value`` arguments:
-    every wanted value is there, a ``None`` flag is absent, feature gates given as a mapping are set
-    in its ``--feature-gates``. Returns each such process as its words, the PID first.
+    A process's flags are read as static_pod reads a manifest: the ``--name=value`` words after the
+    component's binary (a word whose file name is ``where``, the component's name, such as
+    ``/usr/local/bin/kube-controller-manager`` after kOps' ``/go-runner --log-file=...``), else the words
+    after the command. It runs with ``flags`` when ``plan`` finds nothing to change in them: every wanted
+    value is the last one given, a ``None`` flag is absent, feature gates given as a mapping are set in
+    its ``--feature-gates``. Returns each such process as its words, the PID first.
     """
     running = []
     for line in process_lines or []:
         words = str(line).split()
-        if len(words) > 1 and not plan(read_list(words[2:], "--"), flags, None, where):
+        if len(words) < 2:
+            continue
+        binary = next((number for number, word in enumerate(words[1:], 1) if posixpath.basename(word) == where), 1)
+        if not plan(read_list(words[binary + 1:], "--"), flags, None, where):
             running.append(words)
     return running

@@ -13,7 +13,6 @@ in the manifests are lost. Where the flags go depends on the API version (the ta
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import KUBEADM_APIS
@@ -79,10 +78,11 @@ def render(document, controller_manager_flags: dict | None, apiserver_flags: dic
             planned.append((section, changes, current))
     if not planned:
         return Rendered(document, [])
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     lines = []
     for section, changes, current in planned:
         extra_args = _extra_args(new_document, section, shape, source, True)
+        yamldoc.refuse_shared(extra_args, f"{source} {section}.extraArgs")
         if shape == "map":
             flaglib.apply_to_map(extra_args, changes)
         else:

@@ -8,7 +8,6 @@ a mapping value (e.g. ``featureGates``) is merged key by key; anything else repl
 
 from __future__ import annotations
 
-import copy
 import re
 from collections import namedtuple
 
@@ -102,6 +101,7 @@ def render(document, settings: dict, source: str) -> Rendered:
     if not isinstance(settings, dict):
         raise FileEditError(f"{source}: settings must be a mapping of KubeletConfiguration fields, got {settings!r}")
     _check_document(document, source)
+    settings = yamldoc.plain(settings, source)  # playbook variables arrive as tagged strings
     wanted = {}
     for field, value in settings.items():
         if not isinstance(field, str) or not _FIELD_NAME.match(field):
@@ -109,7 +109,7 @@ def render(document, settings: dict, source: str) -> Rendered:
         if field in ("apiVersion", "kind"):
             raise FileEditError(f"{source}: {field} is not a setting")
         wanted[field] = _normalise(field, value, source)
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     changes = []
     if not new_document:  # a new (drop-in) file starts with its type
         _merge(new_document, "apiVersion", API_GROUP + "v1beta1", "", changes)
@@ -164,7 +164,7 @@ def settings_to_flags(settings: dict, where: str, skip_unsupported: bool = False
     Fields without a kubelet flag fail, unless ``skip_unsupported`` leaves them out.
     """
     flags = {}
-    for field, value in (settings or {}).items():
+    for field, value in yamldoc.plain(settings or {}, where).items():
         if field not in FIELD_FLAGS and skip_unsupported:
             continue
         if field not in FIELD_FLAGS:

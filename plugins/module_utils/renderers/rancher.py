@@ -10,13 +10,13 @@ the plain key. When a flag repeats on the command line, its last value wins.
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import DISTRIBUTIONS as DISTRIBUTION_TABLE
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import RANCHER
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
 
 Rendered = namedtuple("Rendered", "document changes")
 
@@ -73,7 +73,7 @@ def render(document, args: dict, source: str, drop_in: bool = False) -> Rendered
     if not isinstance(args, dict):
         raise FileEditError(f"{source}: args must be a mapping like {{kube-apiserver-arg: {{flag: value}}}}, got {args!r}")
     planned = []
-    for key, wanted in args.items():
+    for key, wanted in yamldoc.plain(args, source).items():  # playbook variables arrive as tagged strings
         _check_key(key, source)
         stored = _stored_key(document, key, source)
         current = flaglib.read_list(_items(document, stored, source), "")
@@ -82,13 +82,14 @@ def render(document, args: dict, source: str, drop_in: bool = False) -> Rendered
             planned.append((key, stored, changes, current))
     if not planned:
         return Rendered(document, [])
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     lines = []
     for key, stored, changes, current in planned:
         name = stored or (key + "+" if drop_in else key)
         items = new_document.get(name)
         if not isinstance(items, list):
             items = new_document[name] = [] if items is None else [items]
+        yamldoc.refuse_shared(items, f"{source} {name}")
         flaglib.apply_to_list(items, changes, "")
         if not items:
             del new_document[name]

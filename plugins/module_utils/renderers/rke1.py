@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import copy
 from collections import namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
@@ -64,7 +63,7 @@ def render(document, services: dict, source: str) -> Rendered:
     if not isinstance(services, dict):
         raise FileEditError(f"{source}: services must be a mapping service: {{flag: value}}, got {services!r}")
     planned = []
-    for service, wanted in services.items():
+    for service, wanted in yamldoc.plain(services, source).items():  # playbook variables arrive as tagged strings
         _check_service(service, source)
         where = f"{source} services.{service}.extra_args"
         current = flaglib.read_map(_extra_args(_services(document, source, False), service, source, False))
@@ -73,10 +72,11 @@ def render(document, services: dict, source: str) -> Rendered:
             planned.append((service, changes, current))
     if not planned:
         return Rendered(document, [])
-    new_document = copy.deepcopy(document)
+    new_document = yamldoc.copy_document(document)
     lines = []
     for service, changes, current in planned:
         extra_args = _extra_args(_services(new_document, source, True), service, source, True)
+        yamldoc.refuse_shared(extra_args, f"{source} services.{service}.extra_args")
         flaglib.apply_to_map(extra_args, changes)
         lines.extend(flaglib.describe(changes, current, service))
     return Rendered(new_document, lines)

@@ -12,7 +12,7 @@ import difflib
 import io
 import re
 import traceback
-from collections import Counter, namedtuple
+from collections import Counter
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 
@@ -199,7 +199,7 @@ def is_empty(text: str) -> bool:
 def _dump_with(document, style, explicit_start: bool) -> str:
     stream = io.StringIO()
     _yaml(style, explicit_start).dump(document, stream)
-    return stream.getvalue()
+    return stream.getvalue().replace("\r\n", "\n")  # comments read from a CR LF file keep their CR; _dump puts line ends back
 
 
 def _dump_styled(document, like_text: str) -> str:
@@ -227,10 +227,6 @@ def _dump_styled(document, like_text: str) -> str:
     return "".join(assembled)
 
 
-# Where one text replaces base[first:end] with lines; is_change: the renderer's change, not the owner's style.
-_Hunk = namedtuple("_Hunk", "first end lines is_change")
-
-
 def _hunks(base: list, other: list) -> list:
     """[(first, end, lines)]: where ``other`` replaces base[first:end] with ``lines``."""
     matcher = difflib.SequenceMatcher(None, base, other, autojunk=False)
@@ -244,7 +240,8 @@ def _keep_comments(hunk, base: list, kinds: list):
     removing the last list item (or a whole key) would remove the comment or blank line that
     introduces the next key. Kept: every comment line, a blank line after a kept comment, and the
     blank lines among the comments and blank lines that end the removed lines (unless a blank line
-    is already right before them).
+    is already right before them). A kept comment belongs to the line below it: when the change
+    rewrites that line, the comment stays right above the new one.
     """
     first, end, lines = hunk
     if all(kinds[number].kind == CONTENT or kinds[number].kind == SCALAR for number in range(first, end)):
@@ -260,17 +257,42 @@ def _keep_comments(hunk, base: list, kinds: list):
         while trailing > removed.start and kinds[trailing - 1].kind in (BLANK, COMMENT):
             trailing -= 1
         blank_before = removed.start > 0 and kinds[removed.start - 1].kind == BLANK
-        before, after, seen_comment, seen_content = [], [], False, False
+        replacement = lines[j1:j2]
+        written, pending, seen_comment = 0, [], False  # replacement[:written] is out; pending: kept lines waiting for their line
         for number in removed:
             kind = kinds[number].kind
+            if kind in (CONTENT, SCALAR):
+                rewritten = _rewritten_as(base[number], replacement, written)
+                if rewritten is not None:
+                    new_lines.extend(replacement[written:rewritten])
+                    new_lines.extend(pending)
+                    new_lines.append(replacement[rewritten])
+                    written = rewritten + 1
+                else:  # the line is gone: what was kept above it stays where it was
+                    new_lines.extend(pending)
+                pending = []
+                continue
             keep = kind == COMMENT or (kind == BLANK and (seen_comment or (number >= trailing and not blank_before)))
-            keep = keep and (kind == BLANK or base[number] not in lines[j1:j2])  # not when the change moved it
+            keep = keep and (kind == BLANK or base[number] not in replacement)  # not when the change moved it
             seen_comment = seen_comment or kind == COMMENT
-            seen_content = seen_content or kind in (CONTENT, SCALAR)
             if keep:
-                (after if seen_content else before).append(base[number])
-        new_lines.extend(before + lines[j1:j2] + after)
+                pending.append(base[number])
+        new_lines.extend(replacement[written:] + pending)
     return first, end, new_lines
+
+
+def _line_key(line: str):
+    """What a content line is about: its key, or for a "- name=value" list item its name."""
+    match = _CONTENT.match(line.rstrip("\n"))
+    if match.group("key"):
+        return "key", match.group("key").strip("\"'")
+    return "item", match.group("value").strip().strip("\"'").split("=", 1)[0]
+
+
+def _rewritten_as(line: str, replacement: list, start: int):
+    """The number of the line in replacement[start:] that rewrites ``line`` (same key or flag name), or None."""
+    key = _line_key(line)
+    return next((number for number in range(start, len(replacement)) if _line_key(replacement[number]) == key), None)
 
 
 def _place_new_lines(hunk, kinds: list):
@@ -293,57 +315,148 @@ def _place_new_lines(hunk, kinds: list):
 
 
 def _merge(original: str, base: str, edited: str) -> str:
-    """``edited`` with every line the change did not touch taken byte for byte from ``original``.
+    """``original`` with the change applied: every line the change does not own is ``original``'s, byte for byte.
 
-    A three-way merge. ``base`` is ruamel's text of the unchanged document, ``edited`` its text of
-    the changed one. Where ``original`` differs from ``base`` (trailing spaces, flow-list spacing,
-    indentation ruamel cannot reproduce, a missing final newline), that is the owner's style and is
-    kept; where ``edited`` differs from ``base``, that is the change and is applied. Where both
-    touch the same lines, the change wins for those lines only.
+    ``base`` is ruamel's text of the unchanged document, ``edited`` its text of the changed one; the
+    change is where they differ. Each line of ``base`` is matched with its line in ``original`` (the same
+    text but for spaces, so a re-indented block, flow-list spacing or trailing spaces still match), the
+    change is put in the place of the ``original`` lines it replaces, and its new lines take the
+    indentation those ``original`` lines have. Lines outside the change come from ``original`` only.
     """
     no_final_newline = bool(original) and not original.endswith("\n")
     original_lines = _lines(original + "\n" if no_final_newline else original)
     base_lines, edited_lines = _lines(base), _lines(edited)
     kinds = scan(base_lines)
-    ours = [_Hunk(first, end, lines, False) for first, end, lines in _hunks(base_lines, original_lines)]
-    theirs = [
-        _Hunk(*_place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds), True)
-        for hunk in _hunks(base_lines, edited_lines)
-    ]
-    groups = []  # hunks that overlap; an insertion at the edge of a range does not overlap it
-    for hunk in sorted(ours + theirs, key=lambda hunk: (hunk.first, hunk.end, hunk.is_change)):
-        if groups and hunk.first < max(other.end for other in groups[-1]):
-            groups[-1].append(hunk)
-        else:
-            groups.append([hunk])
-    merged, position = [], 0
-    for group in groups:
-        first, end = group[0].first, max(hunk.end for hunk in group)
-        merged.extend(base_lines[position:first])
-        changes = [hunk for hunk in group if hunk.is_change]
-        if len(group) == 1:
-            merged.extend(group[0].lines)
-        else:  # the owner's style and the change meet: the change's text for these lines
-            cursor = first
-            for change in changes:
-                merged.extend(base_lines[cursor:change.first])
-                merged.extend(change.lines)
-                cursor = max(cursor, change.end)
-            merged.extend(base_lines[cursor:end])
-        position = max(position, end)
-    merged.extend(base_lines[position:])
+    where = _align(base_lines, original_lines)
+    merged, cursor = [], 0
+    for hunk in _hunks(base_lines, edited_lines):
+        first, end, lines = _place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds)
+        start, stop = _span(where, first, end, len(original_lines))
+        start = max(start, cursor)
+        merged.extend(original_lines[cursor:start])
+        merged.extend(_fit(lines, first, end, base_lines, original_lines, where, kinds))
+        cursor = max(cursor, stop)
+    merged.extend(original_lines[cursor:])
     text = "".join(merged)
     return text[:-1] if no_final_newline and text.endswith("\n") else text
 
 
-def dump(document, like_text: str = "") -> str:
+def _same_but_spaces(line: str) -> str:
+    return "".join(line.split())
+
+
+def _align(base: list, original: list) -> list:
+    """For each line of ``base``, the number of its line in ``original``, or None when it has none.
+
+    Lines match when they are equal but for spaces. Where a run of lines differs in more than spaces
+    (``key:`` written ``key: null`` by ruamel, say) and both runs have the same length, they match in order.
+    """
+    where = [None] * len(base)
+    matcher = difflib.SequenceMatcher(
+        None, [_same_but_spaces(line) for line in base], [_same_but_spaces(line) for line in original], autojunk=False
+    )
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+            for offset in range(i2 - i1):
+                where[i1 + offset] = j1 + offset
+    return where
+
+
+def _span(where: list, first: int, end: int, original_length: int):
+    """The lines of ``original`` that base[first:end] stands for: [start, stop)."""
+    before = next((where[number] + 1 for number in range(first - 1, -1, -1) if where[number] is not None), 0)
+    after = next((where[number] for number in range(end, len(where)) if where[number] is not None), original_length)
+    mapped = [where[number] for number in range(first, end) if where[number] is not None]
+    if first == end:  # an insertion: before the line that follows it, else after the one before it
+        position = where[first] if first < len(where) and where[first] is not None else before
+        return position, position
+    return (mapped[0] if mapped else before), (mapped[-1] + 1 if mapped else after)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
+
+
+def _fit(lines: list, first: int, end: int, base: list, original: list, where: list, kinds: list) -> list:
+    """The change's lines as they go into ``original``: its own lines kept, new lines indented like their neighbours.
+
+    A line the change keeps (a comment it does not own) is ``original``'s line. A line that replaces one
+    line keeps that line's spaces before its comment and at its end. A new line is shifted by as much as
+    ``original`` shifts the nearest line of the same depth (the line it replaces, else its neighbours),
+    else the nearest shallower one: its parent.
+    """
+    kept = {base[number]: original[where[number]] for number in range(first, end) if where[number] is not None}
+    neighbours = list(range(first, end)) + list(range(first - 1, -1, -1)) + list(range(end, len(base)))
+    references = [
+        (kinds[number].indent, kinds[number].dash is not None, _indent(original[where[number]]) - kinds[number].indent)
+        for number in neighbours
+        if where[number] is not None and kinds[number].kind == CONTENT
+    ]
+    replaces_one = end - first == 1 and len(lines) == 1 and where[first] is not None
+    fitted = []
+    for line in lines:
+        if line in kept:
+            fitted.append(kept[line])
+            continue
+        if replaces_one:
+            line = _keep_spacing(line, original[where[first]])
+        new = scan([line])[0]
+        if new.kind not in (CONTENT, COMMENT):
+            fitted.append(line)
+            continue
+        is_dash = new.dash is not None
+        shift = next((shift for indent, dash, shift in references if indent == new.indent and dash == is_dash), None)
+        if shift is None:
+            shift = next((shift for indent, _dash, shift in references if indent < new.indent), 0)
+        shifted = " " * max(new.indent + shift, 0) + line[new.indent:]
+        references.insert(0, (new.indent, is_dash, shift))
+        fitted.append(shifted)
+    return fitted
+
+
+def _keep_spacing(line: str, old: str) -> str:
+    """``line`` with the spaces ``old`` has before the same trailing comment and at its end."""
+    body, old_body = line.rstrip("\n").rstrip(" "), old.rstrip("\n")
+    trailing = old_body[len(old_body.rstrip(" ")):]
+    old_body = old_body.rstrip(" ")
+    comment = re.search(r"\s(#.*)$", old_body)
+    if comment and body.endswith(comment.group(1)):
+        gap = re.search(r"(\s*)$", old_body[: comment.start(1)]).group(1)
+        body = body[: -len(comment.group(1))].rstrip(" ") + gap + comment.group(1)
+    return body + trailing + line[len(line.rstrip("\n")):]
+
+
+def dump(document, like_text: str = "", source: str = "the document") -> str:
     """Serialise a document that was loaded from ``like_text`` (empty for a new file).
 
     Each top-level block is written in the indentation style it has in ``like_text``, and every line
     the change did not touch comes out byte for byte as it was: trailing spaces, flow lists, block
-    scalars, comments, the final newline or its absence.
+    scalars, comments, the final newline or its absence. A value ruamel.yaml cannot write is a
+    FileEditError naming ``source`` and the key.
     """
     require_ruamel()
+    try:
+        return _dump(document, like_text)
+    except YAMLError as error:
+        where = _unwritable(document) or "a value"
+        raise FileEditError(f"{source}: cannot write {where} as YAML ({type(error).__name__})") from None
+
+
+def line_ending(text: str) -> str:
+    """"\r\n" when most lines of ``text`` end that way (a file written on Windows), else "\n"."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
+
+
+def _dump(document, like_text: str) -> str:
+    """``dump`` for a file with any line endings: the merge works on "\n", the result gets the file's own."""
+    newline = line_ending(like_text)
+    if newline == "\n":
+        return _dump_lf(document, like_text)
+    return _dump_lf(document, like_text.replace("\r\n", "\n")).replace("\n", newline)
+
+
+def _dump_lf(document, like_text: str) -> str:
     edited = _dump_styled(document, like_text)
     if not like_text.strip():
         return edited
@@ -355,6 +468,66 @@ def dump(document, like_text: str = "") -> str:
     if merged != edited and _yaml().load(merged) != document:
         return edited  # safety net: never write a text that does not hold the rendered document
     return merged
+
+
+def plain(value, where: str, key: str = ""):
+    """``value`` as built-in Python types, for values that come from outside a file (playbook variables).
+
+    Ansible 2.19 hands filters and modules tagged strings and numbers (subclasses of ``str``, ``int`` and
+    ``float`` that carry where they came from); ruamel.yaml cannot write those. Such subclasses become the
+    plain type, mappings and lists are converted item by item. Anything else fails here, naming ``where``
+    and the key.
+    """
+    if value is None or isinstance(value, bool):  # bool cannot be subclassed
+        return value
+    for kind in (str, int, float):
+        if isinstance(value, kind):
+            return kind(value)  # the plain type (the same object when it already is one)
+    if isinstance(value, dict):
+        return {plain(name, where, key): plain(item, where, f"{key}.{name}" if key else str(name)) for name, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(item, where, f"{key}[{number}]") for number, item in enumerate(value)]
+    raise FileEditError(
+        f"{where}: {key or 'the value'} is a {type(value).__name__}; give a string, number, boolean, null, list or mapping"
+    )
+
+
+def _unwritable(document, path: str = ""):
+    """The key path of the first value in ``document`` that ruamel.yaml cannot write, or None."""
+    items = document.items() if isinstance(document, dict) else enumerate(document) if isinstance(document, list) else ()
+    for key, value in items:
+        where = f"{path}[{key}]" if isinstance(document, list) else f"{path}.{key}" if path else str(key)
+        if isinstance(value, (dict, list)):
+            found = _unwritable(value, where)
+            if found:
+                return found
+            continue
+        try:
+            _yaml().dump([value], io.StringIO())
+        except Exception:  # noqa: BLE001 - any representer failure marks the value
+            return f"{where} ({type(value).__name__})"
+    return None
+
+
+def copy_document(document):
+    """A copy of a loaded document to change, with its anchors, aliases and merge keys (``<<: *name``) kept.
+
+    copy.deepcopy would turn every alias into a copy of its values and every merge key into the keys it
+    merges, so the file would be rewritten far beyond the change; a ruamel round trip keeps them.
+    """
+    if not document:
+        return CommentedMap()
+    return _yaml().load(_dump_with(document, DEFAULT_STYLE, False))
+
+
+def refuse_shared(node, where: str) -> None:
+    """FileEditError when ``node`` has an anchor (``&name``): its aliases elsewhere would change with it."""
+    anchor = getattr(getattr(node, "anchor", None), "value", None)
+    if anchor:
+        raise FileEditError(
+            f"{where} is shared through the YAML anchor &{anchor}: every alias *{anchor} in the file would change with it. "
+            "Give the values here their own list or mapping (or edit the file by hand); nothing changed."
+        )
 
 
 def new_mapping(items=None):

@@ -9,7 +9,7 @@ FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
 def fixture_text(name: str) -> str:
-    return (FIXTURES / name).read_text()
+    return (FIXTURES / name).read_bytes().decode("utf-8")  # not read_text(): it would turn CR LF into LF
 
 
 @pytest.fixture

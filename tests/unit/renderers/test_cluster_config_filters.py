@@ -76,3 +76,63 @@ def test_kubeadm_merge_refuses_an_api_the_clusters_kubeadm_does_not_read():
     assert "node-monitor-grace-period: 20s" in merged
     with pytest.raises(AnsibleFilterError, match=r"kubeadm 1\.31\.0 does not read apiVersion 'kubeadm\.k8s\.io/v1beta2'"):
         cluster_config.kubeadm_cluster_config_merge(v1beta2, {"a": "1"}, kubernetes_version="1.31.0")
+
+
+# --- Values from playbook variables (issue 22.4): Ansible 2.19 tags strings and numbers ---------------------
+
+
+class TaggedInt(int):
+    """An int subclass, as Ansible 2.19 hands a templated number (ruamel.yaml cannot write it)."""
+
+
+def tagged(value):
+    """``value`` as Ansible 2.19 hands a playbook variable to a filter: a str subclass carrying a tag."""
+    from ansible.template import trust_as_template
+
+    text = trust_as_template(value)
+    assert text.__class__.__name__ != "str"  # a real tagged string, or the test proves nothing
+    return text
+
+
+@pytest.mark.parametrize("fixture", ["kubeadm-cluster-config-v1beta3.yaml", "kubeadm-cluster-config-v1beta4.yaml"])
+def test_kubeadm_merge_takes_tagged_strings(fixture, load):
+    _unused, text = load(fixture)
+    plain = cluster_config.kubeadm_cluster_config_merge(text, {"node-monitor-grace-period": "20s", "kube-api-qps": "20"},
+                                                        {"default-unreachable-toleration-seconds": 30})
+    merged = cluster_config.kubeadm_cluster_config_merge(
+        tagged(text), {tagged("node-monitor-grace-period"): tagged("20s"), "kube-api-qps": tagged("20")},
+        {"default-unreachable-toleration-seconds": TaggedInt(30)},
+        controller_manager_feature_gates={tagged("NodeOutOfServiceVolumeDetach"): True},
+    )
+    assert merged == cluster_config.kubeadm_cluster_config_merge(
+        text, {"node-monitor-grace-period": "20s", "kube-api-qps": "20"}, {"default-unreachable-toleration-seconds": 30},
+        controller_manager_feature_gates={"NodeOutOfServiceVolumeDetach": True})
+    assert "NodeOutOfServiceVolumeDetach=true" in merged and "20s" in merged and merged != plain
+
+
+def test_kubelet_merge_takes_tagged_strings_and_numbers(load):
+    _unused, text = load("kubelet-config.yaml")
+    settings = {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
+    merged = cluster_config.kubelet_config_merge(
+        text, {tagged("nodeStatusUpdateFrequency"): tagged("4s"), "nodeLeaseDurationSeconds": TaggedInt(20)})
+    assert merged == cluster_config.kubelet_config_merge(text, settings)
+    assert cluster_config.kubelet_settings_to_flags({"nodeStatusUpdateFrequency": tagged("4s")}) == {
+        "node-status-update-frequency": "4s"}
+
+
+def test_a_value_that_cannot_be_written_names_the_source_and_the_key(load):
+    _unused, text = load("kubelet-config.yaml")
+    with pytest.raises(AnsibleFilterError, match=r"^kubelet-config: topologyManagerScope\.x\[1\] is a object; give a string"):
+        cluster_config.kubelet_config_merge(text, {"topologyManagerScope": {"x": ["a", object()]}})
+    with pytest.raises(AnsibleFilterError, match=r"^ClusterConfiguration controllerManager\.extraArgs: node-monitor-period is a set"):
+        cluster_config.kubeadm_cluster_config_merge(load("kubeadm-cluster-config-v1beta4.yaml")[1], {"node-monitor-period": {"1s"}})
+
+
+def test_the_dump_names_the_file_and_key_of_a_value_ruamel_cannot_write():
+    from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
+    from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import yamldoc
+
+    document = yamldoc.load("a:\n  b: 1\n", "x")
+    document["a"]["b"] = TaggedInt(2)
+    with pytest.raises(FileEditError, match=r"^/etc/x\.yaml: cannot write a\.b \(TaggedInt\) as YAML"):
+        yamldoc.dump(document, "a:\n  b: 1\n", "/etc/x.yaml")

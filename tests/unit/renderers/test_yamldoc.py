@@ -9,9 +9,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.renderers impor
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")) + sorted(FIXTURES.glob("*.manifest")), ids=lambda p: p.name)
 def test_round_trip_is_byte_identical(path):
-    text = path.read_text()
+    text = path.read_bytes().decode("utf-8")
     assert yamldoc.dump(yamldoc.load(text, path.name), text) == text
 
 
@@ -62,7 +62,7 @@ def test_redact_secrets_masks_values_and_block_scalars_only():
 
 def edited(name, render):
     """(original text, text after ``render`` changed the document loaded from fixture ``name``)."""
-    text = (FIXTURES / name).read_text()
+    text = (FIXTURES / name).read_bytes().decode("utf-8")
     rendered = render(yamldoc.load(text, name))
     assert rendered.changes
     return text, yamldoc.dump(rendered.document, text)
@@ -204,3 +204,26 @@ def test_paths_and_booleans_are_not_secrets(line):
     from ansible_collections.nodeguard.failover.plugins.module_utils.files import redact_secrets
 
     assert redact_secrets(line) == line
+
+
+class TaggedStr(str):
+    """A str subclass, as Ansible 2.19 hands a templated playbook variable (ruamel.yaml cannot write it)."""
+
+
+@pytest.mark.parametrize(
+    "name, render",
+    [
+        ("kube-controller-manager.yaml", lambda document, value: static_pod.render(
+            document, "kube-controller-manager", {TaggedStr("node-monitor-grace-period"): value}, {TaggedStr("A"): True}, "m.yaml")),
+        ("rke2-config.yaml", lambda document, value: rancher.render(
+            document, {TaggedStr("kube-controller-manager-arg"): {TaggedStr("node-monitor-grace-period"): value}}, "config.yaml")),
+        ("rke1-cluster.yml", lambda document, value: rke1.render(
+            document, {TaggedStr("kube-controller"): {TaggedStr("node-monitor-grace-period"): value}}, "cluster.yml")),
+    ],
+    ids=["static_pod", "rancher", "rke1"],
+)
+def test_renderers_take_str_subclasses_from_playbook_variables(name, render):
+    text = (FIXTURES / name).read_text()
+    with_plain = yamldoc.dump(render(yamldoc.load(text, name), "20s").document, text)
+    with_tagged = yamldoc.dump(render(yamldoc.load(text, name), TaggedStr("20s")).document, text)
+    assert with_tagged == with_plain and "20s" in with_plain
