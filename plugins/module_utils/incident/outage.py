@@ -23,6 +23,7 @@ still be Ready in the API: that Ready (the transition the run first saw) is not 
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
@@ -41,15 +42,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock i
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
     is_ready,
-    lease_renew_time,
-    lease_renewed_since,
     ready_since,
     taints_with_out_of_service,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
+    LeaseWatch,
     Proof,
-    prove_lease_silent,
     prove_lease_stale,
     prove_not_ready,
     prove_power_off,
@@ -95,11 +94,22 @@ class OutageOptions:
     replacement_timeout: int = 600
     poll_interval: float = 2.0
     proof_max_age_seconds: int = 60
-    # The power-event path: the event's RFC 3339 time (None: the heartbeat path), how old it may be, and how
-    # often a live kubelet renews its Lease (the module resolves it from the applied profile, model/applied.py).
+    # The power-event path: the event's RFC 3339 time (None: the heartbeat path) and how old it may be. How
+    # often a live kubelet renews its Lease is read from the Lease itself (proofs.LeaseWatch).
     power_event_time: str | None = None
     power_event_max_age_seconds: int = power_event.DEFAULT_MAX_AGE_SECONDS
-    lease_renew_interval: float = 10.0
+
+
+def _attestation_deadline(power, clock):
+    """Monotonic time at which a manual attestation expires (None for any other power source). Its expiry is
+    an absolute time an operator wrote, checked against this controller's wall clock when it was read
+    (power/manual.py, time.time()); it is turned into time left once, here, against the same clock, and
+    counted down on the monotonic clock from then on."""
+    attestation = getattr(power, "attestation", None)
+    expires = parse_time(attestation.get("expires")) if isinstance(attestation, dict) and attestation.get("expires") else None
+    if expires is None:
+        return None
+    return clock.monotonic() + (expires - time.time())
 
 
 class _RenewingClock:
@@ -129,13 +139,15 @@ class OutageRun:
         self.recorder = None
         self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
         self.lease_seen = False
-        self.lease_baseline = None  # renewTime of the node's Lease when this run first looked (API clock)
-        self.power_proven_at = None  # local time of the last power-off proof
+        self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
+        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the power-event path's silence, watched here
+        self.power_proven_at = None  # monotonic time of the last power-off proof
+        self.attestation_expires_at = _attestation_deadline(power, clock)  # monotonic; None: not an attestation
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
-        self.first_off_at = None  # power-event path: local time of the first Off reading (identity shown) of the pair
-        self.lease_silent_at = None  # power-event path: when the Lease's silence can be proven (renewTime + interval + margin)
+        self.first_off_at = None  # power-event path: monotonic time of the first Off reading (identity shown) of the pair
+        self.lease_silent_at = None  # power-event path: monotonic time at which the Lease's silence can be proven
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -150,7 +162,7 @@ class OutageRun:
         if self.check_mode:
             self.lock.check_free()
             if action in (records.FRESH, records.ADOPT):
-                self._prove(node)
+                self._prove_in_time(node)  # never waits, but for the power-event path's Lease silence window
             self.facts["attachments"] = [va["metadata"]["name"] for va in self._attachments()]
             return self._result(node, changed=False, message="check mode: nothing was changed")
 
@@ -191,9 +203,9 @@ class OutageRun:
         On the power-event path the Ready the run first saw is stale news, not life: only a newer one counts."""
         if is_ready(node) and not (self.event_time is not None and ready_since(node) == self.ready_baseline):
             return "became Ready"
-        if lease_renewed_since(lease, self.lease_baseline):
-            renewed = ((lease or {}).get("spec") or {}).get("renewTime")
-            return f"renewed its Lease ({renewed}) after this incident started: its kubelet lives"
+        renewed = ((lease or {}).get("spec") or {}).get("renewTime")
+        if renewed and renewed != self.lease_baseline:  # compared as tokens: the kubelet's clock is never read as time
+            return f"renewed its Lease (renewTime {self.lease_baseline} -> {renewed}) after this incident started: its kubelet lives"
         return ""
 
     def _decide(self, node: dict) -> tuple:
@@ -214,11 +226,13 @@ class OutageRun:
             self._check_safety(node, self.cluster.list_nodes())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:
-                self.lease_baseline = lease_renew_time(self.cluster.get_node_lease(self.o.node))
+                lease = self.cluster.get_node_lease(self.o.node)
+                self.lease_baseline = ((lease or {}).get("spec") or {}).get("renewTime")
+                self.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
                 self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
-            self.lease_baseline = parse_time(self.record.get("lease_renew_time"))
+            self.lease_baseline = self.record.get("lease_renew_time")
             # The incident's own trigger decides how "back" is judged, not the option of this run.
             self.event_time, self.ready_baseline = records.power_event_of(self.record)
         if self.power is None:
@@ -281,13 +295,19 @@ class OutageRun:
         return proofs
 
     def _prove_power_event(self, node: dict) -> list:
-        """The power-event path's proofs (power_event.py): the Lease silent since the event, then the BMC Off
-        twice with identity. Never fences: the event says Off, a reading of On contradicts it and refuses."""
+        """The power-event path's proofs (power_event.py): the Lease silent as watched from here (LeaseWatch),
+        then the BMC Off twice with identity. Never fences: the event says Off, a reading of On contradicts it
+        and refuses, as does a Lease that changes while watched."""
         lease = self.cluster.get_node_lease(self.o.node)
         power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
-        proofs = [prove_lease_silent(lease, self.clock.now(), self.o.lease_renew_interval, self.o.lease_margin_seconds)]
-        renewed = lease_renew_time(lease)
-        self.lease_silent_at = None if renewed is None else renewed + self.o.lease_renew_interval + self.o.lease_margin_seconds
+        proofs = [self.lease_watch.proof(lease)]
+        if self.lease_watch.changed_to is not None:
+            raise RefusedError(
+                "lease-renewed",
+                f"the Lease of {self.o.node} changed while this run watched it ({proofs[0].detail}), although a power event "
+                f"said Off at {format_time(self.event_time)}: its kubelet lives (its clock is not trusted either way); nothing was changed",
+            )
+        self.lease_silent_at = self.lease_watch.silent_at(lease)
         reading, error, identity = self._power_event_reading(node, lease_silent=proofs[0].ok)
         proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
@@ -319,8 +339,8 @@ class OutageRun:
                     self.first_off_at = None
                     return reading, None, identity
                 if self.first_off_at is None:
-                    self.first_off_at = self.clock.now()
-                apart = self.clock.now() - self.first_off_at
+                    self.first_off_at = self.clock.monotonic()
+                apart = self.clock.monotonic() - self.first_off_at
                 if not lease_silent:
                     return reading._replace(detail=f"OFF, first reading (confirmed once the Lease is silent): {reading.detail}"), None, identity
                 if is_statement(self.power):
@@ -366,9 +386,11 @@ class OutageRun:
 
     def _prove_in_time(self, node: dict) -> dict:
         """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
-        (an alert fired at the first NotReady). A node that is Ready again is refused at once."""
-        started = self.clock.now()
-        deadline = started + self.o.proof_timeout
+        (an alert fired at the first NotReady). A node that is Ready again is refused at once. On the power-event
+        path the run always waits for the Lease's silence window (at most one renew interval plus the margin):
+        silence is watched, it cannot be read off a timestamp."""
+        started = self.clock.monotonic()
+        deadline = started + (0 if self.check_mode else self.o.proof_timeout)
         waiting = _RenewingClock(self.clock, self.lock)
         while True:
             try:
@@ -379,9 +401,10 @@ class OutageRun:
                 if back:
                     error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
                     raise
-                if self.clock.now() + self.o.poll_interval > deadline:
+                silence_pending = self.lease_silent_at is not None and self.clock.monotonic() < self.lease_silent_at
+                if self.clock.monotonic() + self.o.poll_interval > deadline and not silence_pending:
                     if self.o.proof_timeout > 0:
-                        error.add_detail(f"re-checked for {self.clock.now() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
+                        error.add_detail(f"re-checked for {self.clock.monotonic() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
             waiting.sleep(self._until_next_check())
             node = self._get_node()
@@ -391,13 +414,14 @@ class OutageRun:
         the Lease is silent at a time known in advance, and every second counts there."""
         if self.lease_silent_at is None:
             return self.o.poll_interval
-        return min(self.o.poll_interval, max(0.1, self.lease_silent_at - self.clock.now() + 0.1))
+        return min(self.o.poll_interval, max(0.1, self.lease_silent_at - self.clock.monotonic() + 0.1))
 
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
+        self._require_attestation_unused()
         started = self.clock.now()
         node = self._prove_in_time(node)
         proven = self.clock.now()
-        self.power_proven_at = proven
+        self.power_proven_at = self.clock.monotonic()
         rec = records.new(node, self.o.job_id, started, None if is_ready(node) else ready_since(node))
         rec["lock_holder"] = self.lock.identity
         records.set_trigger(rec, self.event_time, self.ready_baseline)
@@ -472,6 +496,7 @@ class OutageRun:
             patch = records.annotations_patch(rec)
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_with_out_of_service(node)}
+            self._require_attestation_valid("before the taint")
             self.lock.confirm()  # the taint only while this run provably holds the lock
             try:
                 return self.cluster.patch_node(self.o.node, patch)
@@ -550,10 +575,45 @@ class OutageRun:
         self._require_power_off(step, "on resume")
 
     def _require_fresh_power(self, step: str, action: str) -> None:
-        """Before a destructive action: the power-off proof is at most proof_max_age_seconds old, or read again."""
-        if self.power_proven_at is not None and self.clock.now() - self.power_proven_at <= self.o.proof_max_age_seconds:
+        """Before a destructive action: an attestation still valid, and the power-off proof at most
+        proof_max_age_seconds old (both on the monotonic clock), or read again."""
+        self._require_attestation_valid(f"before {action}", step)
+        if self.power_proven_at is not None and self.clock.monotonic() - self.power_proven_at <= self.o.proof_max_age_seconds:
             return
         self._require_power_off(step, f"before {action}")
+
+    def _require_attestation_valid(self, when: str, step: str | None = None) -> None:
+        """A manual attestation proves Off only until it expires, counted on the monotonic clock from when this
+        run read it; checked again before every destructive step."""
+        if self.attestation_expires_at is None or self.clock.monotonic() < self.attestation_expires_at:
+            return
+        expires = self.power.attestation.get("expires")
+        if step is None:
+            details = [f"power-off {when}: the manual attestation expired ({expires}); nothing was changed"]
+        else:
+            details = [
+                f"power-off {when}: the manual attestation expired ({expires})",
+                f"the taint stays and incident {self.record['id']} continues at {step} with a new attestation naming it; rerun",
+            ]
+        raise MissingProofError(["power-off"], details)
+
+    def _require_attestation_unused(self) -> None:
+        """One attestation proves one incident: an attestation that proved an earlier incident of this node
+        (in its history or on the Node) is refused, even within its window."""
+        attestation = getattr(self.power, "attestation", None)
+        if not isinstance(attestation, dict):
+            return
+        earlier = list(history.read(self.cluster, self.o.lock_namespace, self.o.node))
+        if self.record is not None:
+            earlier.append(self.record)
+        for old in earlier:
+            if ((old.get("power") or {}).get("attestation")) == attestation:
+                raise RefusedError(
+                    "attestation-reused",
+                    f"this manual attestation (by {attestation.get('operator')}, expires {attestation.get('expires')}) already "
+                    f"proved incident {old.get('id')} of {self.o.node}; one attestation proves one incident. Write a new one. "
+                    "Nothing was changed",
+                )
 
     def _require_power_off(self, step: str, when: str) -> None:
         # Seam: the same power reading _prove uses (identity-checked, two-reading proof where the power layer gives one).
@@ -561,7 +621,7 @@ class OutageRun:
         proof = prove_power_off(reading, error, identity)
         self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=when))
         if proof.ok:
-            self.power_proven_at = self.clock.now()
+            self.power_proven_at = self.clock.monotonic()
             return
         if reading is not None and reading.state == "on":
             self._interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
