@@ -38,6 +38,10 @@ description:
   - A resumed run proves again before it acts (same Node UID, not back, power still Off), and every force-delete and
     VolumeAttachment deletion needs a power-off proof at most O(proof_max_age_seconds) old and a manual attestation
     not expired, both counted on the controller's monotonic clock. One manual attestation proves one incident.
+  - Right before the taint and before each batch of force-deletes and VolumeAttachment deletions, O(power) is read once
+    more with its identity shown; On stops the run before that write (after the taint it is recorded as interrupted).
+    Power On, a new bootID, Ready or a renewed Lease stop the run in any step; it never reports C(outage complete)
+    while the node is back.
   - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
     the ConfigMap C(nodeguard-history-<node>) in O(lock_namespace) (last 20 incidents), read by
     M(nodeguard.failover.failover_history_info). Events are best effort; a failed one is reported in RV(write_errors).

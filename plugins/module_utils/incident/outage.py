@@ -45,6 +45,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     ready_since,
     taints_with_out_of_service,
 )
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
     LeaseWatch,
@@ -497,6 +498,7 @@ class OutageRun:
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_with_out_of_service(node)}
             self._require_attestation_valid("before the taint")
+            self._power_at_point_of_action("taint", "the taint", node)
             self.lock.confirm()  # the taint only while this run provably holds the lock
             try:
                 return self.cluster.patch_node(self.o.node, patch)
@@ -526,6 +528,7 @@ class OutageRun:
             if records.step_done(self.record, step):
                 continue
             self._ensure_still_down(step)
+            self._ensure_power_not_on(step)
             self.recorder.step_started(self.record, step)
             try:
                 outcome = steps[step]()
@@ -535,17 +538,70 @@ class OutageRun:
                 self.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
                 raise
             self.recorder.step_ended(self.record, step, outcome)
+        # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
+        self._ensure_still_down("outage-complete")
+        self._ensure_power_not_on("outage-complete")
         self.record["phase"] = records.OUTAGE_COMPLETE
         self.recorder.save(self.record)
         self.recorder.event("FailoverOutageComplete", f"incident {self.record['id']}: outage steps complete")
 
     def _ensure_still_down(self, step: str) -> None:
-        """Stop cleanly if the node came back (Ready, or its Lease renewed): keep the taint, record why,
-        let node-recover decide."""
+        """Stop cleanly if the node came back (Ready, its Lease renewed, or a new bootID): keep the taint,
+        record why, let node-recover decide. Cheap (API reads): runs on every tick of a step's waits."""
         self.lock.renew()
-        back = self._back(self._get_node(), self.cluster.get_node_lease(self.o.node))
+        node = self._get_node()
+        back = self._back(node, self.cluster.get_node_lease(self.o.node)) or self._rebooted(node)
         if back:
             self._interrupt(step, f"node {back} during the outage run")
+
+    def _rebooted(self, node: dict) -> str:
+        """Why the node counts as booted again since the taint ('' when it does not): a bootID other than the recorded one."""
+        recorded = ((self.record or {}).get("identity") or {}).get("boot_id")
+        now = identity_of(node).get("boot_id")
+        if recorded and now and now != recorded:
+            return f"booted again (bootID {recorded} -> {now})"
+        return ""
+
+    def _ensure_power_not_on(self, step: str) -> None:
+        """Stop cleanly if the power source, its identity shown, reads On: the machine runs again. At every step
+        edge; an unreadable source is not a return (the destructive steps need Off anyway)."""
+        reading, _error, identity = self._read_power_once(self._get_node())
+        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
+            self._interrupt(step, f"{reading.method} reads power ON ({reading.detail}): the machine runs again")
+
+    def _read_power_once(self, node: dict) -> tuple:
+        """(PowerReading, PowerError, IdentityVerdict): one reading with identity, no confirming second one."""
+        try:
+            incident = self.record.get("id") if self.recorder else None  # the open incident, once this run has one
+            reading, identity = read_with_identity(self.power, node, incident)
+        except PowerError as e:
+            return None, e, None
+        return reading, None, identity
+
+    def _power_at_point_of_action(self, step: str, action: str, node: dict | None = None) -> None:
+        """Right before a destructive write (the taint, a batch of force-deletes, of VolumeAttachment deletes):
+        power read once more, identity shown. On stops before the write (after the taint: recorded as
+        interrupted); anything but Off with identity is a missing proof."""
+        reading, error, identity = self._read_power_once(node or self._get_node())
+        proof = prove_power_off(reading, error, identity)
+        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=f"right before {action}"))
+        if proof.ok:
+            return
+        before_taint = step == "taint"
+        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
+            reason = f"power reads ON right before {action} ({proof.detail}): the machine runs again"
+            if before_taint:
+                raise NodeReturnedError(f"{self.o.node}: {reason}; the run stopped before the taint, nothing was changed")
+            self._interrupt(step, reason)
+        if before_taint:
+            raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}", "nothing was changed"])
+        raise MissingProofError(
+            ["power-off"],
+            [
+                f"power-off right before {action}: {proof.detail}",
+                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
+            ],
+        )
 
     def _interrupt(self, step: str, reason: str) -> None:
         self.record["phase"] = records.INTERRUPTED
@@ -642,6 +698,8 @@ class OutageRun:
     def _delete_pods(self) -> str:
         self._require_fresh_power("delete-pods", "force-deleting pods")
         found = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
+        if found["delete"]:
+            self._power_at_point_of_action("delete-pods", "force-deleting pods")
         deleted = []
         for pod in found["delete"]:
             self.lock.renew()  # confirmed when the step started; keep it alive through a long list
@@ -676,6 +734,7 @@ class OutageRun:
             )
         self.lock.confirm()
         self._require_fresh_power("detach-volumes", "deleting VolumeAttachments")
+        self._power_at_point_of_action("detach-volumes", "deleting VolumeAttachments")
         for blocker in blockers:
             self.cluster.delete_volume_attachment(blocker["name"])
         ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
