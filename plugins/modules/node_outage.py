@@ -377,6 +377,19 @@ OPTIONS = {
 POWER_SPEC = dict(POWER_ARGUMENT_SPEC, power=dict(POWER_ARGUMENT_SPEC["power"], required=False))
 
 
+def _unexpected(error: Exception, run, changed: bool) -> str:
+    """The message for an error outside NodeguardError (a bug, or an API answer that is not what it should be,
+    such as a 2xx answer that is not JSON): what failed, and what this run already changed."""
+    text = f"unexpected error ({type(error).__name__}): {error}"
+    if not changed:
+        return f"{text}. Nothing was changed"
+    incident = (run.record or {}).get("id")
+    return (
+        f"{text}, after the out-of-service taint was written (incident {incident}). The taint and its record stay; "
+        "rerun node-outage to continue where it stopped, or node-recover once the node is back"
+    )
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
@@ -396,13 +409,13 @@ def main():
         options = OutageOptions(**given, job_id=p["job_id"] or default_job_id())
         run = OutageRun(cluster, power, options, Clock(), module.check_mode)
         result = run.run()
-    except NodeguardError as e:
+    except Exception as e:  # noqa: BLE001 - one failure path; an unexpected error must still say what changed
         if run is not None and run.lock.release_note:
             module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
         changed = bool(run and run.changed)  # the taint, once written, is a change whatever failed after it
         facts = run.facts if run else {}
         module.fail_json(
-            msg=str(e),
+            msg=str(e) if isinstance(e, NodeguardError) else _unexpected(e, run, changed),
             changed=changed,
             node=p["node"],
             proofs=facts.get("proofs", []),
