@@ -42,6 +42,10 @@ description:
     more with its identity shown; On stops the run before that write (after the taint it is recorded as interrupted).
     Power On, a new bootID, Ready or a renewed Lease stop the run in any step; it never reports C(outage complete)
     while the node is back.
+  - Storm, quorum and one-control-plane-node-at-a-time are decided under the cluster lock, the Lease
+    C(nodeguard-cluster) in O(lock_namespace), held from the read they are decided on to the taint write, so two runs
+    on two nodes never both taint on the same view. A node carrying the out-of-service taint counts as down in the
+    storm rule even while Ready.
   - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
     the ConfigMap C(nodeguard-history-<node>) in O(lock_namespace) (last 20 incidents), read by
     M(nodeguard.failover.failover_history_info). Events are best effort; a failed one is reported in RV(write_errors).

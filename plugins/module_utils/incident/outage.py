@@ -38,7 +38,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
     StepTimeoutError,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import ClusterLock, NodeLock
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
     is_ready,
@@ -152,6 +152,8 @@ class OutageRun:
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
+        # Held only from the read the cluster-wide rules are decided on to the taint write (_write_taint).
+        self.cluster_lock = ClusterLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
 
     # -- entry point ----------------------------------------------------------------------------
     def run(self) -> dict:
@@ -194,10 +196,12 @@ class OutageRun:
 
     # -- safety rules ---------------------------------------------------------------------------
     def _check_safety(self, node: dict, nodes: list) -> None:
-        """Control plane (etcd members included), quorum and storm, on one Node list."""
+        """Control plane (etcd members included), quorum and storm, on one Node list. A node already carrying the
+        out-of-service taint counts as down even while Ready (another run's power-event incident)."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
         safety.check_control_plane(node, nodes, self.o.allow_control_plane, etcd)
-        safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node,))
+        out_of_service = tuple(n["metadata"]["name"] for n in nodes if has_out_of_service_taint(n))
+        safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node, *out_of_service))
 
     def _back(self, node: dict, lease) -> str:
         """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.
@@ -484,7 +488,17 @@ class OutageRun:
         rec["previous"] = previous.get("id")
 
     def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
-        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on."""
+        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on. The cluster
+        lock is held from that read to the write: no other run decides the cluster-wide rules meanwhile."""
+        self.cluster_lock.acquire()
+        try:
+            return self._write_taint_decided(rec, adopt, proven_uid)
+        finally:
+            self.cluster_lock.release()
+            if self.cluster_lock.release_note:
+                self.facts["cluster_lock_note"] = self.cluster_lock.release_note
+
+    def _write_taint_decided(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
         for _attempt in range(3):
             node = self._fresh_read(proven_uid)
             self._archive_previous(node, rec)
@@ -499,7 +513,8 @@ class OutageRun:
             patch["spec"] = {"taints": taints_with_out_of_service(node)}
             self._require_attestation_valid("before the taint")
             self._power_at_point_of_action("taint", "the taint", node)
-            self.lock.confirm()  # the taint only while this run provably holds the lock
+            self.lock.confirm()  # the taint only while this run provably holds the node's lock
+            self.cluster_lock.confirm()  # and the cluster lock its decision was made under
             try:
                 return self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
@@ -769,6 +784,8 @@ class OutageRun:
         errors = self.recorder.errors if self.recorder else []
         if errors:
             message = f"{message}; {len(errors)} best-effort write(s) failed: {'; '.join(errors)}"
+        if self.facts.get("cluster_lock_note"):
+            message = f"{message}; {self.facts['cluster_lock_note']}"
         return {
             "changed": changed,
             "node": self.o.node,

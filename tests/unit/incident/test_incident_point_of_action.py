@@ -36,7 +36,7 @@ def test_a_power_on_just_after_the_second_off_reading_stops_the_run_before_the_t
     cluster, clock, _power = setup()
     power = PowerOnAfter(2)  # the proof's two Off readings, then On
     before = cluster.snapshot()
-    with pytest.raises(NodeReturnedError, match="power reads ON right before the taint.*nothing was changed"):
+    with pytest.raises(NodeReturnedError, match=r"power reads ON right before the taint.*nothing was changed"):
         OutageRun(cluster, power, options(), clock).run()
     assert cluster.snapshot()[:3] == before[:3]  # nodes, pods, attachments as they were
     assert not has_out_of_service_taint(cluster.nodes["w3"])
