@@ -7,18 +7,23 @@
     -> verify replacements -> outage-complete
 
 Nothing is written before the taint: a refusal leaves the cluster as it was (the lock Lease is removed).
-The taint is written against one fresh read: the Node list it re-checks storm, quorum and control-plane
-status on, the target's resourceVersion (conditional write), its UID and Lease (not renewed since the run
-began: a renewed Lease means the kubelet lives, as Ready does).
+The taint is written against one fresh read, taken under the cluster lock (lock.ClusterLock, held until the
+taint is written, so no other run decides the cluster-wide rules meanwhile): the Node list it re-checks storm,
+quorum and control-plane status on, the target's resourceVersion (conditional write), its UID and Lease (not
+renewed since the run began: a renewed Lease means the kubelet lives, as Ready does).
 After the taint every step edge is recorded on the Node (conditional writes) and as an Event (best effort),
 and copied into the node's durable history, so a rerun continues where a crash stopped, and node-recover
 knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
-Before each destructive step the power-off proof must be at most ``proof_max_age_seconds`` old, or is read again.
+Before each destructive step (the taint included) the power-off proof must be at most ``proof_max_age_seconds``
+old (monotonic clock) and a manual attestation not expired; and right before the taint and each batch of
+force-deletes or VolumeAttachment deletes the power is read once more, identity shown (On stops the run).
+"Came back" (Ready, a renewed Lease, a new bootID, power On) stops the run in any step.
 
 The power-event path (``power_event_time`` set: a BMC said the node powered off) proves the same way without
-waiting for NotReady: the event time is checked (power_event.py), the Lease must be silent since the event
-(proofs.prove_lease_silent) and the BMC must read Off twice with identity; a BMC reading On refuses. The node may
-still be Ready in the API: that Ready (the transition the run first saw) is not a sign of life, a newer one is.
+waiting for NotReady: the event time is checked (power_event.py), the Lease must not change while watched on
+this controller's monotonic clock (proofs.LeaseWatch) and the BMC must read Off twice with identity; a BMC
+reading On refuses. The node may still be Ready in the API: that Ready (the transition the run first saw) is
+not a sign of life, a newer one is.
 """
 
 from __future__ import annotations
