@@ -28,13 +28,24 @@ description:
     and its Lease on that read; the taint is written against that read's resourceVersion. Nodes running etcd (an etcd
     static pod, or the C(node-role.kubernetes.io/etcd) label of RKE2 and k3s) count as control plane.
   - With O(power_event_time) (a BMC said the node powered off; the power-event path) the node may still be Ready in the
-    API. NotReady is not waited for; instead the event time must be valid and recent, the node's Lease not renewed
-    since it and older than one renew interval (a quarter of the kubelet's nodeLeaseDurationSeconds, from the applied
-    profile, 10 s stock) plus O(lease_margin_seconds), and O(power) must read Off twice with its identity shown.
+    API. NotReady is not waited for; instead the event time must be valid and recent, the node's Lease must not change
+    while the run watches it on its own monotonic clock for one renew interval (a quarter of the Lease's own
+    leaseDurationSeconds) plus O(lease_margin_seconds), and O(power) must read Off twice with its identity shown. The
+    Lease's renewTime (the kubelet's clock) is never compared with the controller's clock.
     Storm, quorum, lock and control-plane rules apply as always, the target counting as unhealthy. A BMC reading On,
-    or a Lease renewed after the event, is refused. Needs C(powerEventPath) in the admission policy if bound.
+    a Lease renewed after the event or changing while watched, is refused. Needs C(powerEventPath) in the admission
+    policy if bound.
   - A resumed run proves again before it acts (same Node UID, not back, power still Off), and every force-delete and
-    VolumeAttachment deletion needs a power-off proof at most O(proof_max_age_seconds) old.
+    VolumeAttachment deletion needs a power-off proof at most O(proof_max_age_seconds) old and a manual attestation
+    not expired, both counted on the controller's monotonic clock. One manual attestation proves one incident.
+  - Right before the taint and before each batch of force-deletes and VolumeAttachment deletions, O(power) is read once
+    more with its identity shown; On stops the run before that write (after the taint it is recorded as interrupted).
+    Power On, a new bootID, Ready or a renewed Lease stop the run in any step; it never reports C(outage complete)
+    while the node is back.
+  - Storm, quorum and one-control-plane-node-at-a-time are decided under the cluster lock, the Lease
+    C(nodeguard-cluster) in O(lock_namespace), held from the read they are decided on to the taint write, so two runs
+    on two nodes never both taint on the same view. A node carrying the out-of-service taint counts as down in the
+    storm rule even while Ready.
   - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
     the ConfigMap C(nodeguard-history-<node>) in O(lock_namespace) (last 20 incidents), read by
     M(nodeguard.failover.failover_history_info). Events are best effort; a failed one is reported in RV(write_errors).
@@ -101,9 +112,10 @@ options:
       - Seconds to keep re-checking the proofs, every O(poll_interval), while one does not hold yet
         (NotReady for too short a time, Lease not stale yet, power not Off yet), holding the node's lock.
         For automation started at the first NotReady. V(0) refuses at once.
-      - On the power-event path it waits for the Lease to age past one renew interval plus the margin.
+      - On the power-event path the run always watches the Lease for one renew interval plus the margin, whatever
+        this value (and so does check mode); this value adds time for the other proofs.
       - A node that is Ready in the API is refused at once, without waiting (on the power-event path, a node that turns
-        Ready again or renews its Lease). Check mode never waits.
+        Ready again or renews its Lease). Otherwise check mode never waits.
     type: int
     default: 0
   max_unhealthy:
@@ -290,7 +302,6 @@ timing:
   description:
     - The O(not_ready_seconds) and O(lease_margin_seconds) used, the source of each (V(explicit), V(applied-profile)
       or V(stock)) and C(detail), one line that says where they came from.
-    - On the power-event path also C(lease_renew_interval) (C(seconds), C(source), C(detail)).
   returned: always
   type: dict
 plan:
@@ -370,6 +381,19 @@ OPTIONS = {
 POWER_SPEC = dict(POWER_ARGUMENT_SPEC, power=dict(POWER_ARGUMENT_SPEC["power"], required=False))
 
 
+def _unexpected(error: Exception, run, changed: bool) -> str:
+    """The message for an error outside NodeguardError (a bug, or an API answer that is not what it should be,
+    such as a 2xx answer that is not JSON): what failed, and what this run already changed."""
+    text = f"unexpected error ({type(error).__name__}): {error}"
+    if not changed:
+        return f"{text}. Nothing was changed"
+    incident = (run.record or {}).get("id")
+    return (
+        f"{text}, after the out-of-service taint was written (incident {incident}). The taint and its record stay; "
+        "rerun node-outage to continue where it stopped, or node-recover once the node is back"
+    )
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
@@ -386,20 +410,16 @@ def main():
         timing = applied.resolve_timing(p["not_ready_seconds"], p["lease_margin_seconds"], profile, power_event=event_path)
         given = {name: p[name] for name in OPTIONS if name != "job_id"}
         given.update({key: timing[key] for key in applied.TIMING_KEYS})
-        if event_path:
-            timing["lease_renew_interval"] = applied.resolve_lease_renew_interval(profile)
-            timing["detail"] += f"; {timing['lease_renew_interval']['detail']}"
-            given["lease_renew_interval"] = timing["lease_renew_interval"]["seconds"]
         options = OutageOptions(**given, job_id=p["job_id"] or default_job_id())
         run = OutageRun(cluster, power, options, Clock(), module.check_mode)
         result = run.run()
-    except NodeguardError as e:
+    except Exception as e:  # noqa: BLE001 - one failure path; an unexpected error must still say what changed
         if run is not None and run.lock.release_note:
             module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
         changed = bool(run and run.changed)  # the taint, once written, is a change whatever failed after it
         facts = run.facts if run else {}
         module.fail_json(
-            msg=str(e),
+            msg=str(e) if isinstance(e, NodeguardError) else _unexpected(e, run, changed),
             changed=changed,
             node=p["node"],
             proofs=facts.get("proofs", []),

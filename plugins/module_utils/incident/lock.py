@@ -21,6 +21,10 @@ nobody can take over before t + duration (they must watch the new version unchan
 
 Release never raises: releasing a lock that is no longer ours is not an error, and a failed release is kept
 in ``release_note`` for the module to report next to the run's own outcome, never instead of it.
+
+The cluster lock (ClusterLock, the Lease CLUSTER_LOCK_NAME) works the same way. A run holds it only from the
+read its cluster-wide rules (storm, quorum, one control-plane node at a time) are decided on until its taint
+is written, so two runs on two nodes never decide on the same view and both taint.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times 
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 
 LOCK_PREFIX = "nodeguard-failover-"
+CLUSTER_LOCK_NAME = "nodeguard-cluster"
 HOLDER_ANNOTATION = "failover.nodeguard.io/holder"
 POLL_SECONDS = 2.0
 MAX_LABEL = 120
@@ -82,7 +87,7 @@ class NodeLock:
     def __init__(self, cluster, namespace: str, node: str, job_id: str, ttl_seconds: int, clock, wait_seconds: int = 0):
         self.cluster = cluster
         self.namespace = namespace
-        self.name = lock_name(node)
+        self.name = self._lease_name(node)
         self.node = node
         self.holder = run_holder(job_id)
         self.identity = holder_identity(self.holder)
@@ -94,6 +99,10 @@ class NodeLock:
         self._seen = None  # another holder's Lease: (what we saw, monotonic time it last changed, first seen)
         self.took_over = None
         self.release_note = None
+
+    @staticmethod
+    def _lease_name(node: str) -> str:
+        return lock_name(node)
 
     # -- watching another holder ----------------------------------------------------------------
     def _observe(self, lease) -> tuple:
@@ -201,7 +210,7 @@ class NodeLock:
             self.lease = None  # not ours any more: never write it again, not even to release it
             now_held = describe(self.cluster.get_lease(self.namespace, self.name))
             raise LockLostError(
-                f"lost the lock on {self.node}: its Lease {self.namespace}/{self.name} was changed by someone else "
+                f"lost the lock {self.namespace}/{self.name} (run on {self.node}): it was changed by someone else "
                 f"(now {now_held}); this run stopped before its next write"
             ) from e
         self._renewed = self.clock.monotonic()
@@ -239,3 +248,23 @@ class NodeLock:
             "took_over": self.took_over,
             "release_note": self.release_note,
         }
+
+
+class ClusterLock(NodeLock):
+    """The one cluster-wide lock (Lease CLUSTER_LOCK_NAME), held by the run on ``node`` only while it decides
+    the cluster-wide rules and writes its taint. It waits for another run to release it, or to leave it
+    unchanged for its duration (a run that died holding it), as the node lock does."""
+
+    def __init__(self, cluster, namespace: str, node: str, job_id: str, ttl_seconds: int, clock):
+        super().__init__(cluster, namespace, node, job_id, ttl_seconds, clock, wait_seconds=int(ttl_seconds) + 3 * POLL_SECONDS)
+
+    @staticmethod
+    def _lease_name(_node: str) -> str:
+        return CLUSTER_LOCK_NAME
+
+    def _held_message(self, lease, unchanged: float, watched: float) -> str:
+        return (
+            f"the cluster-wide rules (storm, quorum, one control-plane node at a time) are being decided by another run: "
+            f"{describe(lease)}; watched {watched:.0f}s, last seen changing {unchanged:.0f}s ago. Its Lease "
+            f"{self.namespace}/{self.name} is held only from that decision to its taint; retry. Nothing was changed"
+        )

@@ -7,22 +7,28 @@
     -> verify replacements -> outage-complete
 
 Nothing is written before the taint: a refusal leaves the cluster as it was (the lock Lease is removed).
-The taint is written against one fresh read: the Node list it re-checks storm, quorum and control-plane
-status on, the target's resourceVersion (conditional write), its UID and Lease (not renewed since the run
-began: a renewed Lease means the kubelet lives, as Ready does).
+The taint is written against one fresh read, taken under the cluster lock (lock.ClusterLock, held until the
+taint is written, so no other run decides the cluster-wide rules meanwhile): the Node list it re-checks storm,
+quorum and control-plane status on, the target's resourceVersion (conditional write), its UID and Lease (not
+renewed since the run began: a renewed Lease means the kubelet lives, as Ready does).
 After the taint every step edge is recorded on the Node (conditional writes) and as an Event (best effort),
 and copied into the node's durable history, so a rerun continues where a crash stopped, and node-recover
 knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
-Before each destructive step the power-off proof must be at most ``proof_max_age_seconds`` old, or is read again.
+Before each destructive step (the taint included) the power-off proof must be at most ``proof_max_age_seconds``
+old (monotonic clock) and a manual attestation not expired; and right before the taint and each batch of
+force-deletes or VolumeAttachment deletes the power is read once more, identity shown (On stops the run).
+"Came back" (Ready, a renewed Lease, a new bootID, power On) stops the run in any step.
 
 The power-event path (``power_event_time`` set: a BMC said the node powered off) proves the same way without
-waiting for NotReady: the event time is checked (power_event.py), the Lease must be silent since the event
-(proofs.prove_lease_silent) and the BMC must read Off twice with identity; a BMC reading On refuses. The node may
-still be Ready in the API: that Ready (the transition the run first saw) is not a sign of life, a newer one is.
+waiting for NotReady: the event time is checked (power_event.py), the Lease must not change while watched on
+this controller's monotonic clock (proofs.LeaseWatch) and the BMC must read Off twice with identity; a BMC
+reading On refuses. The node may still be Ready in the API: that Ready (the transition the run first saw) is
+not a sign of life, a newer one is.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
@@ -37,19 +43,18 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
     StepTimeoutError,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import ClusterLock, NodeLock
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
     is_ready,
-    lease_renew_time,
-    lease_renewed_since,
     ready_since,
     taints_with_out_of_service,
 )
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
+    LeaseWatch,
     Proof,
-    prove_lease_silent,
     prove_lease_stale,
     prove_not_ready,
     prove_power_off,
@@ -95,11 +100,22 @@ class OutageOptions:
     replacement_timeout: int = 600
     poll_interval: float = 2.0
     proof_max_age_seconds: int = 60
-    # The power-event path: the event's RFC 3339 time (None: the heartbeat path), how old it may be, and how
-    # often a live kubelet renews its Lease (the module resolves it from the applied profile, model/applied.py).
+    # The power-event path: the event's RFC 3339 time (None: the heartbeat path) and how old it may be. How
+    # often a live kubelet renews its Lease is read from the Lease itself (proofs.LeaseWatch).
     power_event_time: str | None = None
     power_event_max_age_seconds: int = power_event.DEFAULT_MAX_AGE_SECONDS
-    lease_renew_interval: float = 10.0
+
+
+def _attestation_deadline(power, clock):
+    """Monotonic time at which a manual attestation expires (None for any other power source). Its expiry is
+    an absolute time an operator wrote, checked against this controller's wall clock when it was read
+    (power/manual.py, time.time()); it is turned into time left once, here, against the same clock, and
+    counted down on the monotonic clock from then on."""
+    attestation = getattr(power, "attestation", None)
+    expires = parse_time(attestation.get("expires")) if isinstance(attestation, dict) and attestation.get("expires") else None
+    if expires is None:
+        return None
+    return clock.monotonic() + (expires - time.time())
 
 
 class _RenewingClock:
@@ -129,16 +145,20 @@ class OutageRun:
         self.recorder = None
         self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
         self.lease_seen = False
-        self.lease_baseline = None  # renewTime of the node's Lease when this run first looked (API clock)
-        self.power_proven_at = None  # local time of the last power-off proof
+        self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
+        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the power-event path's silence, watched here
+        self.power_proven_at = None  # monotonic time of the last power-off proof
+        self.attestation_expires_at = _attestation_deadline(power, clock)  # monotonic; None: not an attestation
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
-        self.first_off_at = None  # power-event path: local time of the first Off reading (identity shown) of the pair
-        self.lease_silent_at = None  # power-event path: when the Lease's silence can be proven (renewTime + interval + margin)
+        self.first_off_at = None  # power-event path: monotonic time of the first Off reading (identity shown) of the pair
+        self.lease_silent_at = None  # power-event path: monotonic time at which the Lease's silence can be proven
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
+        # Held only from the read the cluster-wide rules are decided on to the taint write (_write_taint).
+        self.cluster_lock = ClusterLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
 
     # -- entry point ----------------------------------------------------------------------------
     def run(self) -> dict:
@@ -150,7 +170,7 @@ class OutageRun:
         if self.check_mode:
             self.lock.check_free()
             if action in (records.FRESH, records.ADOPT):
-                self._prove(node)
+                self._prove_in_time(node)  # never waits, but for the power-event path's Lease silence window
             self.facts["attachments"] = [va["metadata"]["name"] for va in self._attachments()]
             return self._result(node, changed=False, message="check mode: nothing was changed")
 
@@ -181,19 +201,21 @@ class OutageRun:
 
     # -- safety rules ---------------------------------------------------------------------------
     def _check_safety(self, node: dict, nodes: list) -> None:
-        """Control plane (etcd members included), quorum and storm, on one Node list."""
+        """Control plane (etcd members included), quorum and storm, on one Node list. A node already carrying the
+        out-of-service taint counts as down even while Ready (another run's power-event incident)."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
         safety.check_control_plane(node, nodes, self.o.allow_control_plane, etcd)
-        safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node,))
+        out_of_service = tuple(n["metadata"]["name"] for n in nodes if has_out_of_service_taint(n))
+        safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node, *out_of_service))
 
     def _back(self, node: dict, lease) -> str:
         """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.
         On the power-event path the Ready the run first saw is stale news, not life: only a newer one counts."""
         if is_ready(node) and not (self.event_time is not None and ready_since(node) == self.ready_baseline):
             return "became Ready"
-        if lease_renewed_since(lease, self.lease_baseline):
-            renewed = ((lease or {}).get("spec") or {}).get("renewTime")
-            return f"renewed its Lease ({renewed}) after this incident started: its kubelet lives"
+        renewed = ((lease or {}).get("spec") or {}).get("renewTime")
+        if renewed and renewed != self.lease_baseline:  # compared as tokens: the kubelet's clock is never read as time
+            return f"renewed its Lease (renewTime {self.lease_baseline} -> {renewed}) after this incident started: its kubelet lives"
         return ""
 
     def _decide(self, node: dict) -> tuple:
@@ -214,11 +236,13 @@ class OutageRun:
             self._check_safety(node, self.cluster.list_nodes())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:
-                self.lease_baseline = lease_renew_time(self.cluster.get_node_lease(self.o.node))
+                lease = self.cluster.get_node_lease(self.o.node)
+                self.lease_baseline = ((lease or {}).get("spec") or {}).get("renewTime")
+                self.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
                 self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
-            self.lease_baseline = parse_time(self.record.get("lease_renew_time"))
+            self.lease_baseline = self.record.get("lease_renew_time")
             # The incident's own trigger decides how "back" is judged, not the option of this run.
             self.event_time, self.ready_baseline = records.power_event_of(self.record)
         if self.power is None:
@@ -281,13 +305,19 @@ class OutageRun:
         return proofs
 
     def _prove_power_event(self, node: dict) -> list:
-        """The power-event path's proofs (power_event.py): the Lease silent since the event, then the BMC Off
-        twice with identity. Never fences: the event says Off, a reading of On contradicts it and refuses."""
+        """The power-event path's proofs (power_event.py): the Lease silent as watched from here (LeaseWatch),
+        then the BMC Off twice with identity. Never fences: the event says Off, a reading of On contradicts it
+        and refuses, as does a Lease that changes while watched."""
         lease = self.cluster.get_node_lease(self.o.node)
         power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
-        proofs = [prove_lease_silent(lease, self.clock.now(), self.o.lease_renew_interval, self.o.lease_margin_seconds)]
-        renewed = lease_renew_time(lease)
-        self.lease_silent_at = None if renewed is None else renewed + self.o.lease_renew_interval + self.o.lease_margin_seconds
+        proofs = [self.lease_watch.proof(lease)]
+        if self.lease_watch.changed_to is not None:
+            raise RefusedError(
+                "lease-renewed",
+                f"the Lease of {self.o.node} changed while this run watched it ({proofs[0].detail}), although a power event "
+                f"said Off at {format_time(self.event_time)}: its kubelet lives (its clock is not trusted either way); nothing was changed",
+            )
+        self.lease_silent_at = self.lease_watch.silent_at(lease)
         reading, error, identity = self._power_event_reading(node, lease_silent=proofs[0].ok)
         proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
@@ -319,8 +349,8 @@ class OutageRun:
                     self.first_off_at = None
                     return reading, None, identity
                 if self.first_off_at is None:
-                    self.first_off_at = self.clock.now()
-                apart = self.clock.now() - self.first_off_at
+                    self.first_off_at = self.clock.monotonic()
+                apart = self.clock.monotonic() - self.first_off_at
                 if not lease_silent:
                     return reading._replace(detail=f"OFF, first reading (confirmed once the Lease is silent): {reading.detail}"), None, identity
                 if is_statement(self.power):
@@ -366,9 +396,11 @@ class OutageRun:
 
     def _prove_in_time(self, node: dict) -> dict:
         """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
-        (an alert fired at the first NotReady). A node that is Ready again is refused at once."""
-        started = self.clock.now()
-        deadline = started + self.o.proof_timeout
+        (an alert fired at the first NotReady). A node that is Ready again is refused at once. On the power-event
+        path the run always waits for the Lease's silence window (at most one renew interval plus the margin):
+        silence is watched, it cannot be read off a timestamp."""
+        started = self.clock.monotonic()
+        deadline = started + (0 if self.check_mode else self.o.proof_timeout)
         waiting = _RenewingClock(self.clock, self.lock)
         while True:
             try:
@@ -379,9 +411,10 @@ class OutageRun:
                 if back:
                     error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
                     raise
-                if self.clock.now() + self.o.poll_interval > deadline:
+                silence_pending = self.lease_silent_at is not None and self.clock.monotonic() < self.lease_silent_at
+                if self.clock.monotonic() + self.o.poll_interval > deadline and not silence_pending:
                     if self.o.proof_timeout > 0:
-                        error.add_detail(f"re-checked for {self.clock.now() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
+                        error.add_detail(f"re-checked for {self.clock.monotonic() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
             waiting.sleep(self._until_next_check())
             node = self._get_node()
@@ -391,13 +424,14 @@ class OutageRun:
         the Lease is silent at a time known in advance, and every second counts there."""
         if self.lease_silent_at is None:
             return self.o.poll_interval
-        return min(self.o.poll_interval, max(0.1, self.lease_silent_at - self.clock.now() + 0.1))
+        return min(self.o.poll_interval, max(0.1, self.lease_silent_at - self.clock.monotonic() + 0.1))
 
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
+        self._require_attestation_unused()
         started = self.clock.now()
         node = self._prove_in_time(node)
         proven = self.clock.now()
-        self.power_proven_at = proven
+        self.power_proven_at = self.clock.monotonic()
         rec = records.new(node, self.o.job_id, started, None if is_ready(node) else ready_since(node))
         rec["lock_holder"] = self.lock.identity
         records.set_trigger(rec, self.event_time, self.ready_baseline)
@@ -459,7 +493,17 @@ class OutageRun:
         rec["previous"] = previous.get("id")
 
     def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
-        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on."""
+        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on. The cluster
+        lock is held from that read to the write: no other run decides the cluster-wide rules meanwhile."""
+        self.cluster_lock.acquire()
+        try:
+            return self._write_taint_decided(rec, adopt, proven_uid)
+        finally:
+            self.cluster_lock.release()
+            if self.cluster_lock.release_note:
+                self.facts["cluster_lock_note"] = self.cluster_lock.release_note
+
+    def _write_taint_decided(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
         for _attempt in range(3):
             node = self._fresh_read(proven_uid)
             self._archive_previous(node, rec)
@@ -472,7 +516,10 @@ class OutageRun:
             patch = records.annotations_patch(rec)
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_with_out_of_service(node)}
-            self.lock.confirm()  # the taint only while this run provably holds the lock
+            self._require_attestation_valid("before the taint")
+            self._power_at_point_of_action("taint", "the taint", node)
+            self.lock.confirm()  # the taint only while this run provably holds the node's lock
+            self.cluster_lock.confirm()  # and the cluster lock its decision was made under
             try:
                 return self.cluster.patch_node(self.o.node, patch)
             except ConflictError:
@@ -501,6 +548,7 @@ class OutageRun:
             if records.step_done(self.record, step):
                 continue
             self._ensure_still_down(step)
+            self._ensure_power_not_on(step)
             self.recorder.step_started(self.record, step)
             try:
                 outcome = steps[step]()
@@ -510,17 +558,70 @@ class OutageRun:
                 self.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
                 raise
             self.recorder.step_ended(self.record, step, outcome)
+        # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
+        self._ensure_still_down("outage-complete")
+        self._ensure_power_not_on("outage-complete")
         self.record["phase"] = records.OUTAGE_COMPLETE
         self.recorder.save(self.record)
         self.recorder.event("FailoverOutageComplete", f"incident {self.record['id']}: outage steps complete")
 
     def _ensure_still_down(self, step: str) -> None:
-        """Stop cleanly if the node came back (Ready, or its Lease renewed): keep the taint, record why,
-        let node-recover decide."""
+        """Stop cleanly if the node came back (Ready, its Lease renewed, or a new bootID): keep the taint,
+        record why, let node-recover decide. Cheap (API reads): runs on every tick of a step's waits."""
         self.lock.renew()
-        back = self._back(self._get_node(), self.cluster.get_node_lease(self.o.node))
+        node = self._get_node()
+        back = self._back(node, self.cluster.get_node_lease(self.o.node)) or self._rebooted(node)
         if back:
             self._interrupt(step, f"node {back} during the outage run")
+
+    def _rebooted(self, node: dict) -> str:
+        """Why the node counts as booted again since the taint ('' when it does not): a bootID other than the recorded one."""
+        recorded = ((self.record or {}).get("identity") or {}).get("boot_id")
+        now = identity_of(node).get("boot_id")
+        if recorded and now and now != recorded:
+            return f"booted again (bootID {recorded} -> {now})"
+        return ""
+
+    def _ensure_power_not_on(self, step: str) -> None:
+        """Stop cleanly if the power source, its identity shown, reads On: the machine runs again. At every step
+        edge; an unreadable source is not a return (the destructive steps need Off anyway)."""
+        reading, _error, identity = self._read_power_once(self._get_node())
+        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
+            self._interrupt(step, f"{reading.method} reads power ON ({reading.detail}): the machine runs again")
+
+    def _read_power_once(self, node: dict) -> tuple:
+        """(PowerReading, PowerError, IdentityVerdict): one reading with identity, no confirming second one."""
+        try:
+            incident = self.record.get("id") if self.recorder else None  # the open incident, once this run has one
+            reading, identity = read_with_identity(self.power, node, incident)
+        except PowerError as e:
+            return None, e, None
+        return reading, None, identity
+
+    def _power_at_point_of_action(self, step: str, action: str, node: dict | None = None) -> None:
+        """Right before a destructive write (the taint, a batch of force-deletes, of VolumeAttachment deletes):
+        power read once more, identity shown. On stops before the write (after the taint: recorded as
+        interrupted); anything but Off with identity is a missing proof."""
+        reading, error, identity = self._read_power_once(node or self._get_node())
+        proof = prove_power_off(reading, error, identity)
+        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=f"right before {action}"))
+        if proof.ok:
+            return
+        before_taint = step == "taint"
+        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
+            reason = f"power reads ON right before {action} ({proof.detail}): the machine runs again"
+            if before_taint:
+                raise NodeReturnedError(f"{self.o.node}: {reason}; the run stopped before the taint, nothing was changed")
+            self._interrupt(step, reason)
+        if before_taint:
+            raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}", "nothing was changed"])
+        raise MissingProofError(
+            ["power-off"],
+            [
+                f"power-off right before {action}: {proof.detail}",
+                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
+            ],
+        )
 
     def _interrupt(self, step: str, reason: str) -> None:
         self.record["phase"] = records.INTERRUPTED
@@ -550,10 +651,45 @@ class OutageRun:
         self._require_power_off(step, "on resume")
 
     def _require_fresh_power(self, step: str, action: str) -> None:
-        """Before a destructive action: the power-off proof is at most proof_max_age_seconds old, or read again."""
-        if self.power_proven_at is not None and self.clock.now() - self.power_proven_at <= self.o.proof_max_age_seconds:
+        """Before a destructive action: an attestation still valid, and the power-off proof at most
+        proof_max_age_seconds old (both on the monotonic clock), or read again."""
+        self._require_attestation_valid(f"before {action}", step)
+        if self.power_proven_at is not None and self.clock.monotonic() - self.power_proven_at <= self.o.proof_max_age_seconds:
             return
         self._require_power_off(step, f"before {action}")
+
+    def _require_attestation_valid(self, when: str, step: str | None = None) -> None:
+        """A manual attestation proves Off only until it expires, counted on the monotonic clock from when this
+        run read it; checked again before every destructive step."""
+        if self.attestation_expires_at is None or self.clock.monotonic() < self.attestation_expires_at:
+            return
+        expires = self.power.attestation.get("expires")
+        if step is None:
+            details = [f"power-off {when}: the manual attestation expired ({expires}); nothing was changed"]
+        else:
+            details = [
+                f"power-off {when}: the manual attestation expired ({expires})",
+                f"the taint stays and incident {self.record['id']} continues at {step} with a new attestation naming it; rerun",
+            ]
+        raise MissingProofError(["power-off"], details)
+
+    def _require_attestation_unused(self) -> None:
+        """One attestation proves one incident: an attestation that proved an earlier incident of this node
+        (in its history or on the Node) is refused, even within its window."""
+        attestation = getattr(self.power, "attestation", None)
+        if not isinstance(attestation, dict):
+            return
+        earlier = list(history.read(self.cluster, self.o.lock_namespace, self.o.node))
+        if self.record is not None:
+            earlier.append(self.record)
+        for old in earlier:
+            if ((old.get("power") or {}).get("attestation")) == attestation:
+                raise RefusedError(
+                    "attestation-reused",
+                    f"this manual attestation (by {attestation.get('operator')}, expires {attestation.get('expires')}) already "
+                    f"proved incident {old.get('id')} of {self.o.node}; one attestation proves one incident. Write a new one. "
+                    "Nothing was changed",
+                )
 
     def _require_power_off(self, step: str, when: str) -> None:
         # Seam: the same power reading _prove uses (identity-checked, two-reading proof where the power layer gives one).
@@ -561,7 +697,7 @@ class OutageRun:
         proof = prove_power_off(reading, error, identity)
         self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=when))
         if proof.ok:
-            self.power_proven_at = self.clock.now()
+            self.power_proven_at = self.clock.monotonic()
             return
         if reading is not None and reading.state == "on":
             self._interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
@@ -582,6 +718,8 @@ class OutageRun:
     def _delete_pods(self) -> str:
         self._require_fresh_power("delete-pods", "force-deleting pods")
         found = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
+        if found["delete"]:
+            self._power_at_point_of_action("delete-pods", "force-deleting pods")
         deleted = []
         for pod in found["delete"]:
             self.lock.renew()  # confirmed when the step started; keep it alive through a long list
@@ -616,6 +754,7 @@ class OutageRun:
             )
         self.lock.confirm()
         self._require_fresh_power("detach-volumes", "deleting VolumeAttachments")
+        self._power_at_point_of_action("detach-volumes", "deleting VolumeAttachments")
         for blocker in blockers:
             self.cluster.delete_volume_attachment(blocker["name"])
         ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
@@ -650,6 +789,8 @@ class OutageRun:
         errors = self.recorder.errors if self.recorder else []
         if errors:
             message = f"{message}; {len(errors)} best-effort write(s) failed: {'; '.join(errors)}"
+        if self.facts.get("cluster_lock_note"):
+            message = f"{message}; {self.facts['cluster_lock_note']}"
         return {
             "changed": changed,
             "node": self.o.node,

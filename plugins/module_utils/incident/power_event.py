@@ -8,12 +8,15 @@ is proof. The run then proves, instead of NotReady in the API (the node may stil
 - the event time is a well-formed RFC 3339 time, not in the future (beyond MAX_CLOCK_SKEW_SECONDS) and
   not older than power_event_max_age_seconds (a replayed or stale event starts nothing);
 - the node's Lease was not renewed after the event time (a renewal after it means the kubelet lived:
-  refused, naming both times), and its last renewal is older than one renew interval plus a margin, so a
-  live kubelet would have renewed it since (proofs.prove_lease_silent);
+  refused, naming both times), and it does not change while the run watches it, on the controller's own
+  monotonic clock, for one renew interval (a quarter of the Lease's leaseDurationSeconds) plus a margin,
+  so a live kubelet would have renewed it meanwhile (proofs.LeaseWatch; a change refuses);
 - the BMC reads Off twice with its identity shown (power/identity.py), as on every path; On is a refusal.
 
 The renewTime is the kubelet's clock and the event time the BMC's: with clocks apart, a renewal just
 before the power-off can look like one after it. That refuses (the safe direction); keep clocks in sync.
+Neither is ever compared with the controller's clock as proof of silence: a kubelet whose clock lags still
+changes its Lease every renew interval, and the watch sees that change.
 """
 
 from __future__ import annotations

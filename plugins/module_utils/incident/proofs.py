@@ -6,8 +6,9 @@
 2. lease-stale: the node's Lease was not renewed for longer than its duration plus a margin.
 3. power-off:   an out-of-band source (BMC, fence agent, cloud hook, or a recorded attestation) reads Off
                 twice some seconds apart, AND that source is shown to be this node's (power/identity.py).
-On the power-event path (power_event.py) 1 and 2 are replaced by lease-silent: the Lease not renewed since
-the event and older than one renew interval plus a margin, so a live kubelet would have renewed it since.
+On the power-event path (power_event.py) 1 and 2 are replaced by lease-silent: the Lease not changed while
+this controller watched it, on its own monotonic clock, for one renew interval (a quarter of the Lease's
+leaseDurationSeconds) plus a margin, so a live kubelet would have renewed it meanwhile (LeaseWatch).
 Each alone can lie: a partition looks like 1 and 2; a BMC mapped to the wrong machine reads that machine's
 Off. The identity check closes the second case only as far as the device can show identity: a Redfish UUID
 or IPMI GUID compared with the Node's systemUUID is evidence; a fence agent plug, an attestation, or a
@@ -23,11 +24,9 @@ from typing import NamedTuple
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import MissingProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     lease_age,
-    lease_renew_time,
     ready_since,
     ready_status,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
 
 
 class Proof(NamedTuple):
@@ -64,19 +63,77 @@ def prove_lease_stale(lease, now: float, margin_seconds: float) -> Proof:
     return Proof("lease-stale", True, f"Lease renewed {age:.0f}s ago (> {duration}s + {margin_seconds:.0f}s)")
 
 
-def prove_lease_silent(lease, now: float, renew_interval: float, margin_seconds: float) -> Proof:
-    """The power-event path's Lease proof: last renewed longer ago than one renew interval plus the margin,
-    so a live kubelet would have renewed it since. (Renewed after the event: power_event refuses first.)"""
-    renewed = lease_renew_time(lease)
-    if lease is None:
-        return Proof("lease-silent", False, "node has no Lease in kube-node-lease, its silence cannot be shown")
-    if renewed is None:
-        return Proof("lease-silent", False, "node Lease has no renewTime")
-    age, limit = now - renewed, renew_interval + margin_seconds
-    need = f"renew interval {renew_interval:g}s + margin {margin_seconds:g}s"
-    if age <= limit:
-        return Proof("lease-silent", False, f"Lease last renewed {format_time(renewed)}, {age:.0f}s ago, not older than {need}")
-    return Proof("lease-silent", True, f"Lease last renewed {format_time(renewed)}, {age:.0f}s ago (> {need}): the kubelet missed its renewal")
+def lease_token(lease) -> str:
+    """What a Lease looks like, as an opaque token: its resourceVersion and renewTime, never read as a time."""
+    spec = (lease or {}).get("spec") or {}
+    return f"{((lease or {}).get('metadata') or {}).get('resourceVersion')}/{spec.get('renewTime')}"
+
+
+def lease_renew_interval(lease):
+    """How often the Lease's holder renews it: a quarter of its own leaseDurationSeconds (the kubelet's rule),
+    or None when the Lease does not say."""
+    duration = ((lease or {}).get("spec") or {}).get("leaseDurationSeconds")
+    if not isinstance(duration, (int, float)) or isinstance(duration, bool) or duration <= 0:
+        return None
+    return duration / 4.0
+
+
+class LeaseWatch:
+    """A node Lease watched on this controller's monotonic clock (the power-event path's liveness proof).
+
+    The first read starts the watch. Any later read that shows another token (resourceVersion, renewTime)
+    means its kubelet renewed it: it lives. Silence is proven once the token has not changed for the
+    Lease's own renew interval plus ``margin_seconds`` of local monotonic time. The renewTime is the
+    kubelet's clock and is only shown, never compared with ours: a kubelet whose clock lags still changes
+    its Lease every renew interval, and that change is what is watched."""
+
+    def __init__(self, clock, margin_seconds: float):
+        self.clock = clock
+        self.margin = margin_seconds
+        self.first = None  # (token, renewTime text, monotonic time of the first read)
+        self.changed_to = None  # renewTime text of the first change seen, once one is
+
+    def observe(self, lease) -> None:
+        if lease is None:
+            return
+        token = lease_token(lease)
+        renewed = (lease.get("spec") or {}).get("renewTime")
+        if self.first is None:
+            self.first = (token, renewed, self.clock.monotonic())
+        elif token != self.first[0] and self.changed_to is None:
+            self.changed_to = renewed or "(none)"
+
+    def needed(self, lease):
+        """Seconds the Lease must stay unchanged, or None when the Lease does not give its duration."""
+        interval = lease_renew_interval(lease)
+        return None if interval is None else interval + self.margin
+
+    def silent_at(self, lease):
+        """Monotonic time at which silence will be proven, if the Lease stays as it is."""
+        needed = self.needed(lease)
+        if self.first is None or needed is None:
+            return None
+        return self.first[2] + needed
+
+    def proof(self, lease) -> Proof:
+        self.observe(lease)
+        if lease is None:
+            return Proof("lease-silent", False, "node has no Lease in kube-node-lease, its silence cannot be shown")
+        interval = lease_renew_interval(lease)
+        if interval is None:
+            return Proof("lease-silent", False, "node Lease has no leaseDurationSeconds: its renew interval is unknown")
+        if self.changed_to is not None:
+            return Proof("lease-silent", False, f"Lease renewed while watched (renewTime {self.first[1]} -> {self.changed_to}): its kubelet lives")
+        watched = self.clock.monotonic() - self.first[2]
+        need = f"renew interval {interval:g}s (leaseDurationSeconds/4) + margin {self.margin:g}s"
+        if watched < self.needed(lease):
+            return Proof("lease-silent", False, f"Lease unchanged for {watched:.1f}s as watched from here, not yet {need}")
+        return Proof(
+            "lease-silent",
+            True,
+            f"Lease unchanged for {watched:.1f}s as watched from here (>= {need}; renewTime {self.first[1]} by the kubelet's clock, "
+            "not compared): the kubelet missed its renewal",
+        )
 
 
 def prove_power_off(reading=None, error=None, identity=None) -> Proof:

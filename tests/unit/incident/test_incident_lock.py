@@ -294,7 +294,14 @@ def test_run_that_lost_the_lock_stops_before_its_next_write():
 def test_failed_release_does_not_hide_the_runs_own_error():
     cluster, clock, power = setup()
     clock.controllers.clear()
-    cluster.fail_on["delete_lease"] = ConflictError("delete lease: conflict, the object changed meanwhile")
+    delete_lease = cluster.delete_lease
+
+    def node_lock_release_fails(namespace, name, resource_version):  # the node's lock, not the cluster lock
+        if name == "nodeguard-failover-w3":
+            raise ConflictError("delete lease: conflict, the object changed meanwhile")
+        return delete_lease(namespace, name, resource_version)
+
+    cluster.delete_lease = node_lock_release_fails
     run = outage(cluster, clock, power, detach_timeout=10)
     with pytest.raises(StepTimeoutError, match="VolumeAttachments still name w3"):
         run.run()

@@ -12,9 +12,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint, is_ready
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.power_event import check_event_age, parse_event_time
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import prove_lease_silent
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import LeaseWatch
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import T0, FakePower, lease
+from incident_fakes import T0, FakeClock, FakePower, lease
 from incident_scenario import options, setup
 
 EVENT = T0 - 20  # the BMC's ResourcePoweredOff, 20 s before the run starts
@@ -87,11 +87,14 @@ def test_proof_timeout_waits_for_the_lease_to_age():
     assert clock.now() - (T0 - 3) > 20
 
 
-def test_the_renew_interval_and_margin_are_the_options():
-    # a fast profile's kubelet renews every 0.75 s: a Lease 4 s old is silent with a margin of 3 s
+def test_the_renew_interval_is_the_leases_own_and_the_margin_an_option():
+    # a fast profile's kubelet (leaseDurationSeconds 3) renews every 0.75 s: silent once unchanged 0.75 + 3 s here
     cluster, clock, power, event = event_setup(renewed=T0 - 4, event=T0 - 3.5)
-    run(cluster, clock, power, event, lease_renew_interval=0.75, lease_margin_seconds=3)
+    cluster.node_leases["w3"] = lease("w3", T0 - 4, duration=3)
+    run(cluster, clock, power, event, lease_margin_seconds=3)
     assert has_out_of_service_taint(cluster.nodes["w3"])
+    # silent at T0 + 3.75, not T0 + 20 (a 40 s Lease): the two Off readings, 5 s apart, are what takes longest
+    assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 5)
 
 
 def test_a_resumed_power_event_incident_does_not_take_the_stale_ready_for_a_return():
@@ -174,10 +177,19 @@ def test_a_lease_renewed_after_the_event_is_refused_naming_both_times():
     assert format_time(EVENT + 5) in message and event in message
 
 
-def test_a_lease_younger_than_interval_and_margin_is_refused_after_proof_timeout():
-    cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
-    message = refused_without_change(cluster, clock, power, event, ProofError, "lease-silent", proof_timeout=6)
-    assert "not older than renew interval 10s + margin 10s" in message and "proof_timeout 6s" in message
+def test_the_run_watches_the_lease_for_its_silence_window_even_without_proof_timeout():
+    # Silence is watched from here, never read off the renewTime: the run waits renew interval + margin (10 + 10 s).
+    cluster, clock, power, event = event_setup(renewed=T0 - 30, event=T0 - 2)
+    run(cluster, clock, power, event, proof_timeout=0)
+    assert has_out_of_service_taint(cluster.nodes["w3"])
+    assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 20)
+
+
+def test_a_lease_without_its_duration_is_no_silence():
+    cluster, clock, power, event = event_setup()
+    del cluster.node_leases["w3"]["spec"]["leaseDurationSeconds"]
+    message = refused_without_change(cluster, clock, power, event, ProofError, "lease-silent")
+    assert "no leaseDurationSeconds" in message
 
 
 def test_a_lease_renewed_while_the_run_waits_is_refused():
@@ -231,11 +243,15 @@ def test_event_times_with_offsets_and_fractions_are_read():
 
 
 def test_the_lease_silent_proof():
-    assert not prove_lease_silent(None, T0, 10, 10).ok
-    assert not prove_lease_silent({"spec": {}}, T0, 10, 10).ok
-    assert not prove_lease_silent(lease("w3", T0 - 20), T0, 10, 10).ok  # exactly interval + margin: not older
-    proof = prove_lease_silent(lease("w3", T0 - 21), T0, 10, 10)
-    assert proof.ok and proof.name == "lease-silent" and "21s ago" in proof.detail
+    clock = FakeClock()
+    watch = LeaseWatch(clock, 10)
+    assert not watch.proof(None).ok
+    assert not watch.proof(lease("w3", T0 - 600)).ok  # watched for 0 s
+    clock.t += 19.9
+    assert not watch.proof(lease("w3", T0 - 600)).ok
+    clock.t += 0.1
+    proof = watch.proof(lease("w3", T0 - 600))
+    assert proof.ok and proof.name == "lease-silent" and "unchanged for 20.0s" in proof.detail
 
 
 def test_the_timeline_of_a_power_event_incident_counts_from_the_event():
@@ -256,15 +272,15 @@ def test_check_mode_proves_on_the_power_event_path_and_changes_nothing():
 
 
 def test_the_two_off_readings_overlap_the_wait_for_the_lease():
-    # Lease 3 s old at the start: silent after 10 + 10 s, i.e. at T0 + 17. The first Off reading is taken at T0,
+    # Lease watched from T0: silent after 10 + 10 s, i.e. at T0 + 20. The first Off reading is taken at T0,
     # so the one that confirms it can come as soon as the Lease is silent, not off_confirm_seconds later.
     cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
     tainted = {}
     clock.controllers.insert(0, lambda now: tainted.setdefault("at", now) if has_out_of_service_taint(cluster.nodes["w3"]) else None)
     run(cluster, clock, power, event, proof_timeout=40)
     rec = records.read(cluster.nodes["w3"])
-    assert "OFF in two readings 1" in rec["proofs"][1]["detail"]  # T0 to T0 + 18 or so (poll interval 1 s)
-    assert tainted["at"] - T0 < 17 + 5
+    assert "OFF in two readings 20s apart" in rec["proofs"][1]["detail"]  # T0 to T0 + 20
+    assert tainted["at"] - T0 < 20 + 5
 
 
 def test_a_reading_that_is_not_off_starts_the_pair_again():
@@ -286,10 +302,10 @@ def test_a_reading_that_is_not_off_starts_the_pair_again():
 
 
 def test_the_run_checks_again_when_the_lease_turns_silent_not_a_poll_interval_later():
-    # Silent after 10 + 10 s, at T0 + 17: with a 2 s poll the run would see it at T0 + 18; it wakes at T0 + 17.1.
+    # Silent after 10 + 10 s watched, at T0 + 20: with a 3 s poll the run would see it at T0 + 21; it wakes at T0 + 20.1.
     cluster, clock, power, event = event_setup(renewed=T0 - 3, event=T0 - 2)
-    run(cluster, clock, power, event, proof_timeout=40, poll_interval=2)
-    assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 17.1)
+    run(cluster, clock, power, event, proof_timeout=40, poll_interval=3)
+    assert records.read(cluster.nodes["w3"])["steps"]["prove"]["end"] == format_time(T0 + 20.1)
 
 
 def test_an_attestation_on_the_power_event_path_is_read_once():

@@ -1,0 +1,154 @@
+"""Issue 20 items 3 and 10 on the real lab, the node-outage playbook invoked directly.
+
+1. No foreign clock (item 3): a live worker whose reported clock lags 60 s and a power source that says Off for it
+   (a command hook reporting the worker's own SMBIOS UUID, so identity is shown): its renewTime always looks 60 s old,
+   older than one renew interval plus the margin. The lag is played from the test (lagging_lease): right after each
+   renewal by the worker's kubelet stand-in, and at least every renew interval, the Lease gets a renewTime 60 s
+   behind, as a kubelet whose clock lags writes it. (Not in the stand-in itself: its files are part of the lab
+   images' recipes, and the images cannot be rebuilt where the suite runs without Debian's mirror.) The power-event
+   run watches the Lease on its own clock, sees it change, and refuses [lease-renewed]; nothing changes. (On 08a3975
+   it was tainted: the renewTime was compared with our clock.)
+2. Power read at the point of action (item 10): a worker is powered off at its Redfish BMC and the power-event run
+   starts. Its power source is a command hook that reads the worker's real BMC (PowerState and UUID) and, right after
+   the proof's second Off reading, powers the machine back on (ResetType On). The run must not complete: the power
+   re-read right before the taint (or, were it later, before the force-deletes) reads On and the run stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import yaml
+from test_incident_lab import INVENTORY, LOCK_NAMESPACE, assert_refused_unchanged, playbook, record, state
+from test_power_event_path import history_names, lease_renew_time, off_hook, rfc3339
+
+pytestmark = pytest.mark.resets_lab
+
+LAG = 60
+
+
+@contextlib.contextmanager
+def lagging_lease(lab, node: str, lag: float):
+    """While inside: ``node``'s Lease carries a renewTime ``lag`` seconds behind, as written by a live kubelet whose
+    clock lags: rewritten within 0.2 s of each renewal by the stand-in, and renewed so at least every renew interval."""
+    coordination = lab.client.CoordinationV1Api(lab.api_client())
+    stop = threading.Event()
+    errors = []
+
+    def loop():
+        last_write = 0.0
+        while not stop.is_set():
+            try:
+                lease = coordination.read_namespaced_lease(node, "kube-node-lease")
+                behind = datetime.now(UTC) - timedelta(seconds=lag)
+                renewed = lease.spec.renew_time
+                fresh = renewed is not None and renewed > behind + timedelta(seconds=1)  # the stand-in's true clock
+                if fresh or time.monotonic() - last_write >= lease.spec.lease_duration_seconds / 4:
+                    body = {"spec": {"renewTime": behind.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}}
+                    coordination.patch_namespaced_lease(node, "kube-node-lease", body)
+                    last_write = time.monotonic()
+            except Exception as error:  # noqa: BLE001 - shown if the test fails; keep lagging
+                errors.append(str(error))
+            stop.wait(0.2)
+
+    thread = threading.Thread(target=loop, name=f"lagging-lease-{node}", daemon=True)
+    thread.start()
+    try:
+        yield errors
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+@pytest.fixture()
+def lagging_worker(lab):
+    """A healthy worker whose Lease renewTime lags LAG seconds (a live kubelet whose clock runs behind)."""
+    lab.reset_lab()
+    worker = lab.worker_names()[0]
+    try:
+        with lagging_lease(lab, worker, LAG) as errors:
+            lab.wait_for(lambda: lease_renew_time(lab, worker) < time.time() - LAG + 5, timeout=30,
+                         what=f"{worker}'s Lease renewTime {LAG}s behind")
+            yield worker
+            assert len(errors) < 5, errors[:5]
+    finally:
+        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{worker}", "--ignore-not-found", check=False)
+
+
+def test_a_live_worker_whose_clock_lags_60s_is_refused_on_the_power_event_path(lab, remediator, lagging_worker, tmp_path):
+    worker = lagging_worker
+    # The renewTime is 60 s old by our clock, and the kubelet keeps renewing (changing) the Lease.
+    first = lease_renew_time(lab, worker)
+    lab.wait_for(lambda: lease_renew_time(lab, worker) != first, timeout=30, what=f"{worker} renews its (lagging) Lease")
+    assert time.time() - lease_renew_time(lab, worker) > LAG - 5
+    before, histories = state(lab, worker), history_names(lab)
+    result = playbook(remediator, "node-outage", worker, node_outage_power_event_time=rfc3339(time.time()),
+                      node_outage_power_by_node={worker: off_hook(tmp_path, worker)}, node_outage_proof_timeout=30)
+    assert_refused_unchanged(lab, worker, result, before, "refused [lease-renewed]")
+    output = result.stdout + result.stderr
+    # Usually seen changing while watched; a read that falls between a renewal and its rewrite sees a renewTime
+    # after the event instead: refused too, by the same rule.
+    assert "changed while this run watched it" in output or "after the power event" in output, output[-3000:]
+    assert record(lab, worker) is None and history_names(lab) == histories
+    assert lab.node_ready(worker)
+
+
+PROXY_HOOK = """#!{python}
+# A command power hook for the lab test: reads the node's real Redfish BMC; right after its {on_after}th call
+# (the proof's second Off reading: identify + status per reading) it powers the machine back on.
+import json, pathlib, sys
+import requests
+request = json.load(sys.stdin)
+options = request["options"]
+url = request["address"] + "/redfish/v1/Systems/" + request["system_id"]
+auth = (request["username"], request["password"])
+system = requests.get(url, auth=auth, verify=options["ca_cert"], timeout=20).json()
+counter = pathlib.Path(options["counter"])
+calls = (int(counter.read_text()) if counter.exists() else 0) + 1
+counter.write_text(str(calls))
+counter.with_suffix(".log").open("a").write(f"{{calls}} {{system['PowerState']}}\\n")
+print(json.dumps({{"power": system["PowerState"].lower(), "system_uuid": system["UUID"],
+                   "detail": f"lab BMC PowerState {{system['PowerState']}} (proxy hook call {{calls}})"}}))
+sys.stdout.flush()
+if calls == {on_after} and system["PowerState"] == "Off":
+    requests.post(url + "/Actions/ComputerSystem.Reset", json={{"ResetType": "On"}}, auth=auth,
+                  verify=options["ca_cert"], timeout=30).raise_for_status()
+"""
+
+
+def test_a_power_on_just_after_the_second_off_reading_ends_in_a_stopped_run_not_a_completed_one(lab, remediator, tmp_path):
+    lab.reset_lab()
+    target = lab.worker_names()[-1]
+    bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][target]["bmc"]
+    hook = tmp_path / "power-on-after-second-off.py"
+    # Power-event path with a 30 s poll: one Off reading at once, the second once the Lease is silent (13 s), so
+    # the second Off reading is the hook's 3rd and 4th calls.
+    hook.write_text(PROXY_HOOK.format(python=sys.executable, on_after=4))
+    hook.chmod(0o700)
+    counter = tmp_path / "calls"
+    power = {"type": "command", "command": [str(hook)], "address": bmc["address"], "system_id": bmc["system_id"],
+             "username": bmc["username"], "password": bmc["password"], "off_confirm_seconds": 1,
+             "agent_options": {"ca_cert": bmc["ca_cert"], "counter": str(counter)}}
+    try:
+        lab.power_off(target)
+        result = playbook(remediator, "node-outage", target, node_outage_power_event_time=rfc3339(time.time()),
+                          node_outage_power_by_node={target: power}, node_outage_proof_timeout=60,
+                          node_outage_poll_interval=30)
+        output = result.stdout + result.stderr
+        readings = counter.with_suffix(".log").read_text()
+        assert result.returncode != 0, output[-4000:]
+        assert "outage complete" not in output, output[-4000:]
+        assert "power reads ON right before" in output or "came back" in output, output[-4000:]
+        rec = record(lab, target)
+        assert rec is None or rec["phase"] == "interrupted", rec
+        assert lab.container_state(target) == "running"
+        print(f"\nhook readings:\n{readings}record: {json.dumps(rec)[:400] if rec else None}; "
+              f"message: {[line for line in output.splitlines() if 'power reads ON' in line or 'came back' in line][:1]}")
+    finally:
+        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
