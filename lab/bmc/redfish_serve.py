@@ -6,8 +6,9 @@ We do not call sushy-emulator's own main(): it installs a SIGCHLD handler that r
 every child process, which would steal the exit status of the podman commands the
 driver runs (subprocess then reports success for a failed command).
 
-Next to sushy-tools' resources it serves the lab's EventService (redfish_events.py) and
-runs the power watcher (power_watch.py) that turns every power change into Events.
+Next to sushy-tools' resources it serves the lab's EventService (redfish_events.py) and its
+Server-Sent Events stream (sse_stream.py), and runs the power watcher (power_watch.py) that
+turns every power change into Events.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 import redfish_events
+import sse_stream
 from power_watch import PowerWatcher
 from redfish_systems import PodmanSystemsDriver
 from sushy_tools.emulator import main as emulator
@@ -49,6 +51,7 @@ def start_event_service(app) -> None:
     driver = app.systems  # our PodmanSystemsDriver, created once for the app
     driver.events = service
     redfish_events.register(app, service, driver.systems)
+    sse_stream.register(app, service, Path(config["NODEGUARD_BMC_EVENT_SUBSCRIPTIONS"]).parent)
     PowerWatcher(driver.containers(), driver.power_changed).start()
 
 
