@@ -8,7 +8,8 @@ driver runs (subprocess then reports success for a failed command).
 
 Next to sushy-tools' resources it serves the lab's EventService (redfish_events.py) and its
 Server-Sent Events stream (sse_stream.py), and runs the power watcher (power_watch.py) that
-turns every power change into Events.
+turns every power change into Events. conformance.py corrects what DMTF's protocol validator
+refuses in sushy-tools' own answers (docs/redfish-conformance.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import ssl
 import sys
 from pathlib import Path
 
+import conformance
 import redfish_events
 import sse_stream
 from power_watch import PowerWatcher
@@ -64,6 +66,7 @@ def main(config_file: str) -> int:
     app.configure(config_file=config_file)  # also installs HTTP basic auth (AUTH_FILE)
     config = app.config
     start_event_service(app)
+    conformance.register(app)  # sushy-tools' answers the DMTF protocol validator refuses, corrected
     app.run(
         host=config["SUSHY_EMULATOR_LISTEN_IP"],
         port=config["SUSHY_EMULATOR_LISTEN_PORT"],
