@@ -62,7 +62,7 @@ def test_the_watch_resumes_and_lists_again_on_410_against_the_real_apiserver(lab
     assert watched_from[1] == lists[1], "the watch after the relist starts at the new list's resourceVersion"
     # the next watches resume (no list) from a version at or after the relist's: bookmarks and events move it on
     assert all(int(v) >= int(lists[1]) for v in watched_from[2:])
-    listed = [obj for _, change, obj in delivered if change == "LIST"]
+    listed = [obj for _kind, change, obj in delivered if change == "LIST"]
     assert len(listed) == 2 and {n["metadata"]["name"] for n in listed[1]} == {n.metadata.name for n in core.list_node().items}
 
 

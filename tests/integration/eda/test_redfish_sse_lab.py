@@ -195,7 +195,10 @@ def test_a_silent_stream_falls_back_to_polling_and_a_power_off_is_still_seen(sou
 
 def test_the_lab_managers_name_their_service_root(sse_bmc: Bmc, machine: str) -> None:
     """sushy-tools says ServiceEntryPointUUID null; DMTF's protocol validator stops on it (docs/redfish-conformance.md)."""
-    get = lambda path: requests.get(f"{sse_bmc.base_url}{path}", auth=sse_bmc.auth, verify=sse_bmc.ca_cert, timeout=30).json()  # noqa: E731
+
+    def get(path: str) -> dict:
+        return requests.get(f"{sse_bmc.base_url}{path}", auth=sse_bmc.auth, verify=sse_bmc.ca_cert, timeout=30).json()
+
     root = get("/redfish/v1/")
     (member,) = get("/redfish/v1/Managers")["Members"]
     assert get(member["@odata.id"])["ServiceEntryPointUUID"] == root["UUID"]

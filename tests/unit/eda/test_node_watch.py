@@ -99,7 +99,7 @@ def test_watch_resumes_from_the_last_resource_version_and_bookmarks_move_it_on(s
     delivered, slept = run_watch(source, server, stop)
     assert server.lists == 1
     assert server.watched_from == ["100", "120", "120"]
-    assert [(kind, change) for kind, change, _ in delivered] == [("nodes", "LIST"), ("nodes", "MODIFIED"), ("nodes", "MODIFIED")]
+    assert [(kind, change) for kind, change, _obj in delivered] == [("nodes", "LIST"), ("nodes", "MODIFIED"), ("nodes", "MODIFIED")]
     assert slept == []
 
 
@@ -119,16 +119,16 @@ def test_a_410_in_the_stream_or_on_the_request_lists_again(source) -> None:
         ],
         stop,
     )
-    delivered, _ = run_watch(source, server, stop)
+    delivered, _slept = run_watch(source, server, stop)
     assert server.lists == 3
     assert server.watched_from == ["1", "2345", "2400"]
-    assert [change for _, change, _ in delivered] == ["LIST", "LIST", "LIST", "ADDED"]
+    assert [change for _kind, change, _obj in delivered] == ["LIST", "LIST", "LIST", "ADDED"]
 
 
 def test_other_failures_back_off_and_resume_without_a_list(source) -> None:
     stop = threading.Event()
     server = FakeServer([node("w1")], ["10"], [ConnectionResetError(), ConnectionResetError(), [{"type": "ERROR", "object": {"code": 500}}], []], stop)
-    _, slept = run_watch(source, server, stop)
+    _delivered, slept = run_watch(source, server, stop)
     assert server.lists == 1
     assert server.watched_from == ["10", "10", "10", "10"]
     assert slept == [1.0, 2.0, 4.0]
