@@ -153,6 +153,12 @@ def test_node_down_when_not_ready_or_unknown_and_up_only_after_down(source, api)
     assert events(tracker, ("nodes", "MODIFIED", node("w2", "Unknown")))[0]["ready"] == "Unknown"
 
 
+def test_a_node_without_a_ready_condition_is_not_decided(source, api) -> None:
+    tracker = source["Tracker"](api, "100%")
+    assert events(tracker, ("nodes", "LIST", [node("w1"), node("w2", None)])) == []
+    assert [e["state"] for e in events(tracker, ("nodes", "MODIFIED", node("w2", "Unknown")))] == ["down"]
+
+
 def test_a_node_already_down_at_start_is_reported_once_and_a_relist_does_not_repeat_it(source, api) -> None:
     tracker = source["Tracker"](api, "50%")
     nodes = [node("cp1"), node("w1", "Unknown"), node("w2")]

@@ -270,6 +270,8 @@ class Tracker:
         return "unknown"
 
     def _decide(self, name: str) -> dict | None:
+        if self.api["nodes"].ready_condition(self.nodes[name]) is None:
+            return None  # a Node not yet reported on (no Ready condition): the node controller sets Unknown in time
         ready = self.api["nodes"].ready_status(self.nodes[name])
         if ready not in READY_STATES:
             logger.warning("node_watch: %s: Ready status %s is not True, False or Unknown; ignored", name, self.api["names"].shown(ready))
