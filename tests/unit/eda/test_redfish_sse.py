@@ -254,3 +254,11 @@ def test_nodes_of_one_bmc_share_a_stream_and_names_are_checked(source, api) -> N
         source["checked_config"]({"bmcs": [{"node": "{{ x }}", "power": W1}]}, api)
     jsonschema = pytest.importorskip("jsonschema")
     jsonschema.Draft202012Validator.check_schema(source["ARGS_SCHEMA"])
+
+
+def test_the_stream_is_opened_only_on_the_configured_origin(api) -> None:
+    """A ServerSentEventUri on another origin is refused before any connection: the credentials stay with the BMC."""
+    session = api["redfish"].RedfishSession(W1)
+    for elsewhere in ("https://evil.example/redfish/v1/EventService/SSE", "//evil.example/sse", "http://bmc.example/sse"):
+        with pytest.raises(base.PowerError, match="credentials are sent only to the configured origin"):
+            session.open_stream(elsewhere, {}, 5)
