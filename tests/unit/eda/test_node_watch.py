@@ -237,3 +237,13 @@ def test_defaults_and_empty_values(source, api) -> None:
     import jsonschema
 
     jsonschema.Draft202012Validator.check_schema(source["ARGS_SCHEMA"])
+
+
+def test_a_refused_watch_says_its_http_status(source, caplog) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    stop = threading.Event()
+    server = FakeServer([node("w1")], ["10"], [ApiException(status=403, reason="Forbidden"), []], stop)
+    with caplog.at_level("WARNING", logger="nodeguard.failover.node_watch"):
+        run_watch(source, server, stop)
+    assert "nodes watch failed (ApiException, HTTP 403); retrying in 1 s" in caplog.text

@@ -167,7 +167,9 @@ class Watch:
                 logger.warning("node_watch: %s resourceVersion %s is gone (410); listing again", self.kind, self.resource_version)
                 self.resource_version = None
             except Exception as e:  # noqa: BLE001 - any failure: wait, then resume from the last resourceVersion
-                logger.warning("node_watch: %s watch failed (%s); retrying in %.0f s", self.kind, type(e).__name__, self.backoff)
+                status = getattr(e, "status", None)  # an ApiException's HTTP status (403: the RBAC of docs/eda.md is missing)
+                what = f"{type(e).__name__}, HTTP {status}" if isinstance(status, int) else type(e).__name__
+                logger.warning("node_watch: %s watch failed (%s); retrying in %.0f s", self.kind, what, self.backoff)
                 self.sleep(self.backoff)
                 self.backoff = min(self.backoff * 2, BACKOFF_MAX)
 
