@@ -6,8 +6,10 @@ We do not call sushy-emulator's own main(): it installs a SIGCHLD handler that r
 every child process, which would steal the exit status of the podman commands the
 driver runs (subprocess then reports success for a failed command).
 
-Next to sushy-tools' resources it serves the lab's EventService (redfish_events.py) and
-runs the power watcher (power_watch.py) that turns every power change into Events.
+Next to sushy-tools' resources it serves the lab's EventService (redfish_events.py) and its
+Server-Sent Events stream (sse_stream.py), and runs the power watcher (power_watch.py) that
+turns every power change into Events. conformance.py corrects what DMTF's protocol validator
+refuses in sushy-tools' own answers (docs/redfish-conformance.md).
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import ssl
 import sys
 from pathlib import Path
 
+import conformance
 import redfish_events
+import sse_stream
 from power_watch import PowerWatcher
 from redfish_systems import PodmanSystemsDriver
 from sushy_tools.emulator import main as emulator
@@ -50,6 +54,7 @@ def start_event_service(app) -> None:
     driver = app.systems  # our PodmanSystemsDriver, created once for the app
     driver.events = service
     redfish_events.register(app, service, driver.systems)
+    sse_stream.register(app, service, Path(config["NODEGUARD_BMC_EVENT_SUBSCRIPTIONS"]).parent)
     PowerWatcher(driver.containers(), driver.power_changed).start()
 
 
@@ -62,6 +67,7 @@ def main(config_file: str) -> int:
     app.configure(config_file=config_file)  # also installs HTTP basic auth (AUTH_FILE)
     config = app.config
     start_event_service(app)
+    conformance.register(app)  # sushy-tools' answers the DMTF protocol validator refuses, corrected
     app.run(
         host=config["SUSHY_EMULATOR_LISTEN_IP"],
         port=config["SUSHY_EMULATOR_LISTEN_PORT"],

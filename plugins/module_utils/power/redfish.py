@@ -102,25 +102,25 @@ class RedfishSession:
             raise PowerError(f"redfish {self.address} linked to {shown}: refused, credentials are sent only to the configured origin")
         return path
 
-    def request(self, method: str, path: str, body=None) -> RedfishAnswer:
-        url = self.url(path)
+    def _open(self, method: str, url: str, data, headers: dict, timeout: float):
+        """The open answer to one request by the transport rules (basic auth to the configured origin only, verified
+        TLS, no proxy, no netrc, no redirect); errors as PowerError with every secret redacted."""
         try:
-            response = open_url(
+            return open_url(
                 url,
                 method=method,
-                data=json.dumps(body) if body is not None else None,
-                headers={"Content-Type": "application/json", "Accept": "application/json"},
+                data=data,
+                headers=headers,
                 url_username=self.username,
                 url_password=self.password,
                 force_basic_auth=True,
                 validate_certs=self.validate_certs,
                 ca_path=self.ca_cert,
-                timeout=self.timeout,
+                timeout=timeout,
                 use_proxy=False,
                 use_netrc=False,
                 follow_redirects="none",
             )
-            status, location, text = response.getcode(), response.headers.get("Location") or "", response.read()
         except HTTPError as e:
             if e.code in (401, 403):
                 raise RedfishHTTPError(f"redfish {self.address}: credentials refused (HTTP {e.code})", e.code) from None
@@ -131,6 +131,20 @@ class RedfishSession:
         except URLError as e:
             raise PowerError(redact(f"redfish {self.address} unreachable: {e.reason}", self.secrets)) from None
         except (OSError, ValueError) as e:  # timeouts, TLS errors, bad URL
+            raise PowerError(redact(f"redfish {self.address} unreachable: {e}", self.secrets)) from None
+
+    def open_stream(self, path: str, headers: dict, timeout: float):
+        """GET ``path`` (a Server-Sent Events stream) by the same rules; the open answer, read and closed by the caller.
+        ``timeout`` is also the longest silence a read waits for (then it raises a timeout, an OSError)."""
+        return self._open("GET", self.url(path), None, {"Accept": "text/event-stream", **headers}, timeout)
+
+    def request(self, method: str, path: str, body=None) -> RedfishAnswer:
+        url = self.url(path)
+        data = json.dumps(body) if body is not None else None
+        response = self._open(method, url, data, {"Content-Type": "application/json", "Accept": "application/json"}, self.timeout)
+        try:
+            status, location, text = response.getcode(), response.headers.get("Location") or "", response.read()
+        except (OSError, ValueError) as e:  # a timeout or a broken connection while reading the answer
             raise PowerError(redact(f"redfish {self.address} unreachable: {e}", self.secrets)) from None
         if not text:
             return RedfishAnswer(status, location, {})

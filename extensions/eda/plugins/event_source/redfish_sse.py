@@ -1,0 +1,477 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ansible-rulebook event source: read each BMC's Redfish Server-Sent Events stream (EventService
+ServerSentEventUri, DSP0266) and emit the same node power events as bmc_power_poll, on an On/Off change only.
+The source connects out to the BMC: no inbound port, no webhook, no subscription to create.
+
+- One stream per BMC (the nodes whose power mappings share an address and credentials), read by a thread.
+- Resume: the stream's last ``id`` is sent back as ``Last-Event-ID`` when the source reconnects, so a service
+  that keeps its recent events replays what the source missed. Reconnects back off from 1 s to ``reconnect_max``.
+- Client-side filter: a record counts only when its OriginOfCondition is exactly the ComputerSystem of a node
+  mapped on this BMC (bmcweb cannot filter a stream by resource, so every system's events arrive) and its
+  MessageId is a power message this source knows (POWER_MESSAGES). Test events never count.
+- Fall-back: when the stream cannot be opened, or has sent no event and no keep-alive for ``silence_seconds``,
+  the source says so and reads each node's PowerState every ``poll_interval`` seconds until the stream is back.
+  Every (re)connection also reads each node once, so a change while the stream was down is not lost.
+- The Redfish client's rules (power/redfish.py RedfishSession): TLS always verified (validate_certs false and
+  plain http are refused here), credentials only to the configured origin (a ServerSentEventUri elsewhere is
+  refused), no redirect, no proxy, secrets redacted from every message. Nothing from a payload is templated or
+  passed on: an event carries the mapped node name, On or Off, the time we received it, an id and the source.
+
+Like bmc_power_poll, it imports the collection's Redfish client from the collections path it is installed in:
+run it by FQCN, ``nodeguard.failover.redfish_sse``, with ansible-core installed next to ansible-rulebook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import json
+import logging
+import math
+import os
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DOCUMENTATION = r"""
+---
+short_description: Read BMCs' Redfish Server-Sent Events streams; emit a node power event on an On/Off change.
+description:
+  - Emits C(nodeguard_power_event) with keys node, state (Off or On), time (RFC 3339 UTC, when this source saw it),
+    event_id and source (sse for a stream event, poll for a reading), like nodeguard.failover.bmc_power_poll.
+  - Falls back to reading PowerState, and logs it, while a stream is down or silent for I(silence_seconds).
+  - TLS is always verified; credentials go only to the configured BMC; nothing from a payload is templated.
+options:
+  bmcs:
+    description:
+      - One entry per node, C({node, power}) with power the node_outage power option of type redfish, with a
+        system_id (the stream is filtered on that system). Nodes whose power shares address and credentials share one stream.
+    type: list
+    elements: dict
+    required: true
+  silence_seconds:
+    description: No event and no keep-alive for this long -> fall back to polling and reconnect (5 to 3600).
+    type: int
+    default: 60
+  poll_interval:
+    description: Seconds between two readings of a node while falling back (1 to 600).
+    type: int
+    default: 5
+  reconnect_max:
+    description: The longest pause between two connection attempts (backoff from 1 s, doubling; 1 to 600).
+    type: int
+    default: 60
+"""
+
+EXAMPLES = r"""
+- nodeguard.failover.redfish_sse:
+    bmcs: "{{ nodeguard_power_poll_bmcs }}"
+    silence_seconds: 60
+"""
+
+# The arguments' JSON schema (draft 2020-12), checked before anything connects. The power mapping's own keys are
+# checked by the collection's rules (args.POWER_SUBOPTIONS) after this.
+ARGS_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "nodeguard.failover.redfish_sse arguments",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["bmcs"],
+    "properties": {
+        "bmcs": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["node", "power"],
+                "properties": {
+                    "node": {"type": "string"},
+                    "power": {
+                        "type": "object",
+                        "required": ["type", "address", "system_id"],
+                        "properties": {
+                            "type": {"const": "redfish"},
+                            "address": {"type": "string", "pattern": "^https://"},
+                            "system_id": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$"},
+                            "validate_certs": {"const": True},
+                            "allow_insecure_http": {"const": False},
+                        },
+                    },
+                },
+            },
+        },
+        "silence_seconds": {"type": "integer", "minimum": 5, "maximum": 3600, "default": 60},
+        "poll_interval": {"type": "integer", "minimum": 1, "maximum": 600, "default": 5},
+        "reconnect_max": {"type": "integer", "minimum": 1, "maximum": 600, "default": 60},
+    },
+}
+
+logger = logging.getLogger("nodeguard.failover.redfish_sse")
+
+SYSTEMS = "/redfish/v1/Systems/"
+EVENT_SERVICE = "/redfish/v1/EventService"
+# The last part of a MessageId (registry.major.minor[.errata].Key, or a bare key) -> the power state it reports.
+# DMTF ResourceEvent 1.3+, OpenBMC's registry, HPE iLO's iLOResourceEvents, Dell iDRAC's SYS registry.
+# PoweringOff is no power state: it is not an event here (bmc_power_poll's rule: only On and Off count).
+POWER_MESSAGES = {
+    "ResourcePoweredOff": "Off",
+    "ResourcePoweredOn": "On",
+    "DCPowerOff": "Off",
+    "DCPowerOn": "On",
+    "ServerPoweredOff": "Off",
+    "ServerPoweredOn": "On",
+    "SYS1001": "Off",
+}
+TEST_EVENT_KEYS = ("SubmitTestEvent", "TestEvent", "TestMessage")
+MAX_LINE = 64 * 1024
+MAX_EVENT = 1024 * 1024
+MAX_RECORDS = 64
+
+
+def _import_collection() -> dict[str, Any]:
+    """The collection's Redfish client, name rule and power option keys, from the collections path of this file."""
+    here = Path(os.path.abspath(__file__))  # not resolved: an installed collection may be a link to a checkout
+    parents = here.parents
+    if len(parents) > 7 and (parents[6].name, parents[5].name, parents[4].name) == ("ansible_collections", "nodeguard", "failover"):
+        root = str(parents[7])
+        if root not in sys.path:
+            sys.path.insert(0, root)
+    try:
+        from ansible_collections.nodeguard.failover.plugins.module_utils.k8s import names
+        from ansible_collections.nodeguard.failover.plugins.module_utils.power import args, base, redfish
+    except ImportError as e:
+        raise ImportError(
+            "nodeguard.failover.redfish_sse needs the collection nodeguard.failover installed in a collections path "
+            f"(.../ansible_collections/nodeguard/failover) and ansible-core; run it by FQCN, not by path ({e.name} not found)"
+        ) from None
+    return {"names": names, "base": base, "redfish": redfish, "power_keys": set(args.POWER_SUBOPTIONS)}
+
+
+def utc_time(epoch: float) -> str:
+    moment = datetime.datetime.fromtimestamp(math.ceil(epoch), datetime.timezone.utc)  # noqa: UP017 - Python < 3.11
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def power_event(node: str, state: str, epoch: float, source: str) -> dict[str, Any]:
+    return {
+        "nodeguard_power_event": {
+            "node": node,
+            "state": state,
+            "time": utc_time(epoch),
+            "event_id": f"{source}-{uuid.uuid4().hex}",
+            "source": source,
+        }
+    }
+
+
+def message_state(message_id: Any) -> str | None:
+    """On or Off for a known power MessageId, else None."""
+    if not isinstance(message_id, str) or len(message_id) > 256:
+        return None
+    return POWER_MESSAGES.get(message_id.rsplit(".", 1)[-1])
+
+
+def origin_path(record: dict) -> str | None:
+    """OriginOfCondition as a path: the schema's {"@odata.id": ...}, or the plain string HPE iLO sends."""
+    origin = record.get("OriginOfCondition")
+    if isinstance(origin, dict):
+        origin = origin.get("@odata.id")
+    return origin.rstrip("/") if isinstance(origin, str) else None
+
+
+def power_changes(payload: Any, systems: dict[str, str]) -> list[tuple[str, str]]:
+    """(node, state) for each record of an Event payload that reports a known power message of a mapped system
+    (``systems``: ComputerSystem path -> node). Everything else (other systems, other messages, test events,
+    malformed records) is left out; the caller logs how much was left out."""
+    if not isinstance(payload, dict) or payload.get("Name") == "Test Event":
+        return []
+    records = payload.get("Events")
+    if not isinstance(records, list):
+        return []
+    found = []
+    for record in records[:MAX_RECORDS]:
+        if not isinstance(record, dict):
+            continue
+        message_id = record.get("MessageId")
+        if isinstance(message_id, str) and message_id.rsplit(".", 1)[-1] in TEST_EVENT_KEYS:
+            continue
+        state = message_state(message_id)
+        node = systems.get(origin_path(record) or "")
+        if state and node:
+            found.append((node, state))
+    return found
+
+
+class SseParser:
+    """The text/event-stream format (WHATWG HTML, "Server-sent events"): fields per line, a blank line ends an event.
+    ``feed(line)`` returns (id, data) when a line ends an event with data, else None; ``keepalive`` counts comments."""
+
+    def __init__(self) -> None:
+        self.last_id = ""
+        self._data: list[str] = []
+        self._size = 0
+
+    def feed(self, line: str) -> tuple[str, str] | None:
+        line = line.rstrip("\r\n")
+        if not line:
+            if not self._data:
+                return None
+            data, self._data, self._size = "\n".join(self._data), [], 0
+            return self.last_id, data
+        if line.startswith(":"):
+            return None  # a comment: a keep-alive
+        field, _colon, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            self._size += len(value)
+            if self._size > MAX_EVENT:
+                raise ValueError(f"an event larger than {MAX_EVENT} bytes")
+            self._data.append(value)
+        elif field == "id" and "\0" not in value and len(value) <= 128:
+            self.last_id = value
+        return None
+
+
+class Node:
+    """One node on a stream: its reader (for the fall-back) and the last power state this source knows."""
+
+    def __init__(self, name: str, system_path: str, reader: Any):
+        self.name = name
+        self.system_path = system_path
+        self.reader = reader
+        self.last: str | None = None
+        self.problem = ""
+
+    def observe(self, state: str, source: str, seen_at: float) -> dict | None:
+        """The event for a new known state (On/Off), or None: the first state known is the baseline."""
+        previous, self.last = self.last, state
+        if previous is None:
+            logger.info("redfish_sse: %s reads %s (first reading, not an event)", self.name, state)
+            return None
+        if previous == state:
+            return None
+        logger.info("redfish_sse: %s went %s -> %s (%s)", self.name, previous, state, source)
+        return power_event(self.name, state, seen_at, source)
+
+
+class Stream:
+    """One BMC's event stream, with its fall-back; ``run`` loops until ``stop`` is set."""
+
+    def __init__(
+        self,
+        api: dict,
+        session: Any,
+        nodes: list[Node],
+        settings: dict,
+        emit: Callable,
+        sleep: Callable = time.sleep,
+        clock: Callable = time.time,
+        monotonic: Callable = time.monotonic,
+    ):
+        self.api = api
+        self.session = session
+        self.name = session.address  # the configured origin: no credential in it (check_address)
+        self.nodes = {node.system_path: node for node in nodes}
+        self.silence = settings["silence_seconds"]
+        self.poll_interval = settings["poll_interval"]
+        self.reconnect_max = settings["reconnect_max"]
+        self.emit = emit
+        self.sleep = sleep
+        self.clock = clock
+        self.monotonic = monotonic
+        self.parser = SseParser()
+        self.polling = False
+        self.last_why = ""
+        self.backoff = 1.0
+
+    def secrets(self) -> tuple:
+        return tuple(self.session.secrets)
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                response = self.connect()
+            except Exception as e:  # noqa: BLE001 - any failure to connect: fall back, retry later
+                self.fall_back(f"cannot open its event stream ({self.describe(e)})")
+                self.poll_for(self.backoff, stop)
+                self.backoff = min(self.backoff * 2, self.reconnect_max)
+                continue
+            try:
+                self.read(response, stop)
+                why = "the BMC ended its event stream"
+            except TimeoutError:
+                why = f"no event or keep-alive for {self.silence} s"
+            except Exception as e:  # noqa: BLE001 - a broken stream: fall back, reconnect
+                why = f"its event stream broke ({self.describe(e)})"
+            finally:
+                response.close()
+            if stop.is_set():
+                return
+            self.fall_back(why)
+            self.poll_for(self.backoff, stop)
+            self.backoff = min(self.backoff * 2, self.reconnect_max)
+
+    def describe(self, error: Exception) -> str:
+        base = self.api["base"]
+        if isinstance(error, base.PowerError):
+            return base.redact(str(error), self.secrets())[:300]
+        return type(error).__name__  # any other error's text may hold anything
+
+    def connect(self) -> Any:
+        """Find the ServerSentEventUri, open the stream (with Last-Event-ID when we have one), then read every node once."""
+        service = self.session.fetch("GET", EVENT_SERVICE)
+        uri = service.get("ServerSentEventUri")
+        if not isinstance(uri, str) or not uri:
+            raise self.api["base"].PowerError(f"redfish {self.name}: the EventService has no ServerSentEventUri")
+        headers = {"Last-Event-ID": self.parser.last_id} if self.parser.last_id else {}
+        response = self.session.open_stream(uri, headers, self.silence)
+        resumed = f", resuming after event {self.parser.last_id}" if self.parser.last_id else ""
+        if self.polling:
+            logger.info("redfish_sse: %s: event stream open again%s; polling stops", self.name, resumed)
+        else:
+            logger.info("redfish_sse: %s: event stream open%s", self.name, resumed)
+        self.polling = False
+        self.backoff = 1.0
+        self.read_all("poll")  # a change while the stream was down is not lost
+        return response
+
+    def read(self, response: Any, stop: threading.Event) -> None:
+        """Read the stream until it ends; a read that waits longer than the silence raises TimeoutError."""
+        while not stop.is_set():
+            raw = response.readline(MAX_LINE + 1)
+            if not raw:
+                return
+            if len(raw) > MAX_LINE:
+                raise ValueError(f"a line longer than {MAX_LINE} bytes")
+            dispatched = self.parser.feed(raw.decode("utf-8", errors="replace"))
+            if dispatched:
+                self.handle(*dispatched)
+
+    def handle(self, event_id: str, data: str) -> None:
+        try:
+            payload = json.loads(data)
+        except ValueError:
+            logger.warning("redfish_sse: %s: event %s is not JSON; ignored", self.name, self.api["names"].shown(event_id))
+            return
+        changes = power_changes(payload, {path: node.name for path, node in self.nodes.items()})
+        records = payload.get("Events") if isinstance(payload, dict) else None
+        left_out = (len(records) if isinstance(records, list) else 0) - len(changes)
+        if left_out:
+            logger.debug(
+                "redfish_sse: %s: %d record(s) of event %s are not a power change of a mapped system", self.name, left_out, self.api["names"].shown(event_id)
+            )
+        for node_name, state in changes:
+            node = next(n for n in self.nodes.values() if n.name == node_name)
+            event = node.observe(state, "sse", self.clock())
+            if event:
+                self.emit(event)
+
+    def fall_back(self, why: str) -> None:
+        """Say that the stream is down or silent and polling takes over: a warning for a new reason, else info."""
+        level = logging.INFO if why == self.last_why else logging.WARNING
+        logger.log(level, "redfish_sse: %s: %s; falling back to polling every %d s, reconnecting in %.0f s", self.name, why, self.poll_interval, self.backoff)
+        self.last_why = why
+        self.polling = True
+
+    def poll_for(self, seconds: float, stop: threading.Event) -> None:
+        """Read every node every poll_interval for ``seconds`` (at least one round)."""
+        end = self.monotonic() + seconds
+        while not stop.is_set():
+            started = self.monotonic()
+            self.read_all("poll")
+            if self.monotonic() >= end:
+                return
+            self.sleep(max(0.0, min(self.poll_interval - (self.monotonic() - started), end - self.monotonic())))
+
+    def read_all(self, source: str) -> None:
+        base = self.api["base"]
+        for node in self.nodes.values():
+            try:
+                reading = node.reader.status()
+                state = {"on": "On", "off": "Off"}.get(reading.state)
+                why = "" if state else base.redact(reading.detail, self.secrets())
+            except base.PowerError as e:
+                state, why = None, base.redact(str(e), self.secrets())
+            except Exception as e:  # noqa: BLE001 - its text may hold anything
+                state, why = None, f"{type(e).__name__} while reading"
+            if state is None:
+                if why != node.problem:
+                    logger.warning("redfish_sse: %s: power not readable, no event (%s)", node.name, why)
+                node.problem = why
+                continue
+            node.problem = ""
+            event = node.observe(state, source, self.clock())
+            if event:
+                self.emit(event)
+
+
+def checked_config(args: dict, api: dict) -> tuple[list[Stream], dict]:
+    """The streams (nothing connected yet) and the settings; ValueError naming what is wrong (never a secret)."""
+    import jsonschema  # ansible-rulebook's own dependency
+
+    names, base, redfish = api["names"], api["base"], api["redfish"]
+    given = {key: value for key, value in args.items() if not key.startswith("eda_")}
+    errors = sorted(jsonschema.Draft202012Validator(ARGS_SCHEMA).iter_errors(given), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].path) or "arguments"
+        # the message of a schema error may quote the value (a password): only the place and the rule are shown
+        raise ValueError(f"redfish_sse: {where}: does not match the schema ({errors[0].validator})")
+    settings = {key: given.get(key, spec.get("default")) for key, spec in ARGS_SCHEMA["properties"].items() if key != "bmcs"}
+    groups: dict[tuple, list] = {}
+    seen_nodes, seen_systems = set(), {}
+    for number, entry in enumerate(given["bmcs"], 1):
+        node, power = entry["node"], entry["power"]
+        why = names.why_not_node_name(node)
+        if why:
+            raise ValueError(f"redfish_sse: bmcs entry {number}: {why}")
+        if node in seen_nodes:
+            raise ValueError(f"redfish_sse: node {node} is listed twice")
+        seen_nodes.add(node)
+        unknown = sorted(str(key) for key in power if key not in api["power_keys"])
+        if unknown:
+            raise ValueError(f"redfish_sse: the power of {node} has unknown keys {', '.join(names.shown(k) for k in unknown)}")
+        origin = power["address"].rstrip("/").lower()
+        system = (origin, power["system_id"])
+        if system in seen_systems:
+            raise ValueError(f"redfish_sse: {seen_systems[system]} and {node} have the same Redfish system; each node needs its own")
+        seen_systems[system] = node
+        key = (origin, power.get("username"), power.get("password"), power.get("ca_cert"), power.get("timeout"))
+        groups.setdefault(key, []).append((node, power))
+    streams = []
+    for members in groups.values():
+        try:
+            session = redfish.RedfishSession(members[0][1])
+            nodes = [Node(node, SYSTEMS + power["system_id"], redfish.RedfishReader(power)) for node, power in members]
+        except base.PowerError as e:
+            secrets = tuple(p.get("password") for _n, p in members)
+            raise ValueError(f"redfish_sse: the power of {members[0][0]}: {base.redact(str(e), secrets)}") from None
+        streams.append((session, nodes))
+    return streams, settings
+
+
+async def main(queue: Any, args: dict[str, Any]) -> None:
+    """ansible-rulebook's entry point: check the arguments (stop with a clear error if wrong), then read the streams."""
+    api = _import_collection()
+    groups, settings = checked_config(args, api)
+    loop = asyncio.get_running_loop()
+    inbox: asyncio.Queue = asyncio.Queue()
+
+    def emit(event: dict) -> None:
+        loop.call_soon_threadsafe(inbox.put_nowait, event)
+
+    stop = threading.Event()
+    for session, nodes in groups:
+        stream = Stream(api, session, nodes, settings, emit)
+        threading.Thread(target=stream.run, args=(stop,), name=f"redfish_sse-{len(nodes)}", daemon=True).start()
+    logger.info("redfish_sse: reading %d event stream(s) for %d node(s)", len(groups), sum(len(n) for _s, n in groups))
+    try:
+        while True:
+            await queue.put(await inbox.get())
+    finally:
+        stop.set()

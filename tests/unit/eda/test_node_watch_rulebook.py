@@ -1,0 +1,52 @@
+"""The shipped node-watch rulebook and its vars: the storm rule comes first and is the source's verdict of
+node-outage's rule (one name, one variable, one unit); only checked values reach the playbooks; no node is acted on
+by default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[3]
+EDA = REPO / "extensions" / "eda"
+RULEBOOK = yaml.safe_load((EDA / "rulebooks" / "node-watch.yml").read_text())
+VARS = yaml.safe_load((EDA / "vars" / "node-watch.yml").read_text())
+ROLE_DEFAULTS = yaml.safe_load((REPO / "roles" / "node_outage" / "defaults" / "main.yml").read_text())
+CHECKED = {"[event.nodeguard_node_event.node]", "node_outage_max_unhealthy", "nodeguard_node_watch_proof_timeout"}
+
+
+def test_the_source_and_node_outage_share_one_storm_rule() -> None:
+    (ruleset,) = RULEBOOK
+    (source,) = ruleset["sources"]
+    assert source["nodeguard.failover.node_watch"]["max_unhealthy"] == "{{ node_outage_max_unhealthy }}"
+    # the same name and default as node-outage's own variable
+    assert VARS["node_outage_max_unhealthy"] == ROLE_DEFAULTS["node_outage_max_unhealthy"]
+    first = ruleset["rules"][0]
+    assert first["condition"] == 'event.nodeguard_node_event.refused == "storm"'
+    assert "run_playbook" not in first["action"]
+    (outage,) = [r for r in ruleset["rules"] if r["action"].get("run_playbook", {}).get("name") == "{{ nodeguard_outage_playbook }}"]
+    assert outage["action"]["run_playbook"]["extra_vars"]["node_outage_max_unhealthy"] == "{{ node_outage_max_unhealthy }}"
+    # the event comes at the first NotReady: node-outage must wait for its proofs, not refuse at once
+    assert outage["action"]["run_playbook"]["extra_vars"]["node_outage_proof_timeout"] == "{{ nodeguard_node_watch_proof_timeout }}"
+    assert VARS["nodeguard_node_watch_proof_timeout"] > 60
+
+
+def test_only_checked_values_reach_the_playbooks() -> None:
+    (ruleset,) = RULEBOOK
+    runs = [r["action"]["run_playbook"] for r in ruleset["rules"] if "run_playbook" in r["action"]]
+    assert [run["name"] for run in runs] == ["{{ nodeguard_outage_playbook }}", "{{ nodeguard_recover_playbook }}"]
+    for run in runs:
+        used = {e.strip() for value in run["extra_vars"].values() for e in re.findall(r"{{(.*?)}}", value)}
+        assert used <= CHECKED, used
+        assert "job_id" not in str(run)
+
+
+def test_nothing_is_acted_on_by_default_and_refusals_come_first() -> None:
+    assert VARS["nodeguard_allow_nodes"] == [] and VARS["nodeguard_deny_nodes"] == []
+    (ruleset,) = RULEBOOK
+    names = [r["name"] for r in ruleset["rules"]]
+    acting = [i for i, r in enumerate(ruleset["rules"]) if "run_playbook" in r["action"]]
+    assert min(acting) > max(names.index(n) for n in names if "allow-list" in n or "Deny" in n or "Storm" in n)
+    assert ruleset["execution_strategy"] == "sequential" and ruleset["hosts"] == "localhost"
