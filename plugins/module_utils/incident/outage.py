@@ -61,6 +61,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters imp
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
+    ClusterUniqueIdentity,
     confirm_off,
     is_statement,
     off_confirm_seconds,
@@ -120,7 +121,8 @@ class _RenewingClock:
 class OutageRun:
     def __init__(self, cluster, power, options: OutageOptions, clock, check_mode: bool = False):
         self.cluster = cluster
-        self.power = power
+        # A system UUID proves identity only when exactly one Node reports it (power/identity.py).
+        self.power = ClusterUniqueIdentity(power, cluster.list_nodes) if power is not None else None
         self.o = options
         self.clock = clock
         self.check_mode = check_mode

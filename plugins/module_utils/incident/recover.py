@@ -35,7 +35,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import read_with_identity
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
+    ClusterUniqueIdentity,
+    nodes_reporting,
+    placeholder,
+    read_with_identity,
+    same_system_uuid,
+)
 
 
 @dataclass
@@ -78,10 +84,32 @@ def recovery_checks(node: dict, lease, pods: list, power_reading, power_error, s
     return checks
 
 
-def restart_checks(record: dict, node: dict, attachments: list) -> list:
+def same_machine_check(recorded_uuid: str, node: dict, nodes: list) -> Proof:
+    """The node runs on the machine it ran on at the taint: its systemUUID is the recorded one, is no firmware
+    placeholder, and no other Node of ``nodes`` (the cluster's Node list) reports it (power/identity.py)."""
+    now = identity(node)["system_uuid"]
+    if not recorded_uuid or not now:
+        return Proof("same-machine", False, "no systemUUID recorded at the taint or reported now: the machine cannot be compared")
+    unset = placeholder(now) or placeholder(recorded_uuid)
+    if unset:
+        return Proof("same-machine", False, f"systemUUID {now} ({unset}) is a placeholder, not an identity: the machine cannot be compared")
+    if same_system_uuid(now, recorded_uuid) != "exact":
+        return Proof("same-machine", False, f"systemUUID {now} is not {recorded_uuid} recorded at the taint: another machine")
+    holders = nodes_reporting(now, nodes)
+    if holders != [node["metadata"]["name"]]:
+        return Proof(
+            "same-machine",
+            False,
+            f"systemUUID {now} is reported by Nodes {', '.join(holders)}: a UUID shared by several machines names none of them",
+        )
+    return Proof("same-machine", True, f"systemUUID {now} as at the taint, and no other Node reports it")
+
+
+def restart_checks(record: dict, node: dict, attachments: list, nodes: list) -> list:
     """The node restarted, on the same machine, and nothing is attached to it any more (pure).
 
-    ``record["identity"]`` is what the node reported when it was tainted (record.set_identity)."""
+    ``record["identity"]`` is what the node reported when it was tainted (record.set_identity); ``nodes`` is the
+    cluster's Node list (a systemUUID proves the machine only when one Node reports it)."""
     before = record.get("identity") or {}
     now = identity(node)
     if not before.get("boot_id"):
@@ -92,12 +120,7 @@ def restart_checks(record: dict, node: dict, attachments: list) -> list:
         restarted = Proof("restarted", False, f"bootID {now['boot_id']} is the one recorded at the taint: the node did not restart")
     else:
         restarted = Proof("restarted", True, f"bootID changed since the taint ({before['boot_id']} -> {now['boot_id']})")
-    if not before.get("system_uuid") or not now["system_uuid"]:
-        machine = Proof("same-machine", False, "no systemUUID recorded at the taint or reported now: the machine cannot be compared")
-    elif now["system_uuid"].lower() != before["system_uuid"].lower():
-        machine = Proof("same-machine", False, f"systemUUID {now['system_uuid']} is not {before['system_uuid']} recorded at the taint: another machine")
-    else:
-        machine = Proof("same-machine", True, f"systemUUID {now['system_uuid']} as at the taint")
+    machine = same_machine_check(before.get("system_uuid"), node, nodes)
     released = Proof(
         "volumes-released",
         not attachments,
@@ -117,7 +140,8 @@ def power_off_proof_was_false(record: dict, node: dict, checks: list) -> bool:
 class RecoverRun:
     def __init__(self, cluster, power, options: RecoverOptions, clock, check_mode: bool = False):
         self.cluster = cluster
-        self.power = power
+        # A system UUID proves identity only when exactly one Node reports it (power/identity.py).
+        self.power = ClusterUniqueIdentity(power, cluster.list_nodes)
         self.o = options
         self.clock = clock
         self.check_mode = check_mode
@@ -203,7 +227,7 @@ class RecoverRun:
             now,
             self.o.healthy_seconds,
         )
-        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node))
+        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node), self.cluster.list_nodes())
         return record, adopted, checks
 
     def _refuse_if_missing(self, node: dict, record: dict, adopted: bool, checks: list) -> None:
