@@ -19,6 +19,11 @@ description:
   - A node that reports in again (Ready, fresh Lease) with the bootID it had at the taint never went down, so the
     power-off proof of that incident was false. This is refused, written into the incident record
     (C(power_off_proof_false)) and sent as a Warning Event C(FailoverPowerOffProofFalse); the taint stays.
+  - The recorded facts those checks compare with (bootID, systemUUID, Node UID, taint time) are read from the incident's
+    copy in the history ConfigMap C(nodeguard-history-<node>) in O(lock_namespace), which only the remediator may write;
+    the Node annotation can be rewritten by the node's kubelet or anyone who may patch nodes. A record on the Node
+    without a history copy, or differing from it in those facts, is refused and the taint stays. A record without
+    C(node) or C(id), or naming another node, is refused as unreadable.
   - The taint removal and the end of the incident record are one conditional write, followed by an Event.
     Returns the incident timeline from first NotReady to Ready again, as rows and as a table.
   - A taint without a nodeguard record (left behind by hand or another tool) has no recorded bootID, so a restart

@@ -7,6 +7,11 @@ Lease, for at least ``healthy_seconds``; it restarted (its bootID differs from t
 on the same machine (same systemUUID); no pod of the old incarnation is left on it; no VolumeAttachment
 still names it. The taint removal and the record's end are one conditional write.
 
+The facts the restart is proven against (bootID and systemUUID at the taint, the Node UID, when it was tainted)
+are taken from the incident's copy in the history ConfigMap, which only the remediator may write: the Node
+annotation can be rewritten by the node's own kubelet or by anyone who may patch nodes. A record on the Node
+that has no history copy, or differs from it in those facts, is refused.
+
 A node that reports in again (Ready, fresh Lease) with the bootID it had at the taint never went down: the
 power-off proof of that incident was false. That is refused, recorded on the incident and sent as a Warning Event.
 """
@@ -17,9 +22,9 @@ from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError, RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
@@ -137,6 +142,36 @@ def power_off_proof_was_false(record: dict, node: dict, checks: list) -> bool:
     return bool(boot_id) and alive and identity(node)["boot_id"] == boot_id
 
 
+# What the recovery proof reads from the record: compared with the history copy before it is believed.
+TRUSTED_FIELDS = ("id", "node", "node_uid", "identity", "first_not_ready")
+
+
+def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
+    """The history copy (``kept``: history.read of the node) of the Node's ``record``; raises RefusedError when there
+    is none or when the Node's record differs from it in TRUSTED_FIELDS or its taint time (pure)."""
+    where = f"ConfigMap {namespace}/{history.config_map_name(record['node'])}"
+    copy = next((r for r in kept if r.get("id") == record["id"]), None)
+    if copy is None:
+        raise RefusedError(
+            "record-untrusted",
+            f"incident {record['id']} on node {record['node']} has no copy in its history ({where}), which only the remediator "
+            "can write; the Node annotation alone can be rewritten by the node's kubelet or anyone who may patch nodes, so it "
+            "proves no restart. The taint stays and nothing was changed; check the incident, then remove the taint by hand "
+            "(docs/runbooks/node-recover.md)",
+        )
+    differs = [key for key in TRUSTED_FIELDS if record.get(key) != copy.get(key)]
+    if ((record.get("steps") or {}).get("taint") or {}).get("end") != ((copy.get("steps") or {}).get("taint") or {}).get("end"):
+        differs.append("steps.taint")
+    if differs:
+        raise RefusedError(
+            "record-untrusted",
+            f"the incident record on node {record['node']} differs from its history copy ({where}) in {', '.join(differs)}: "
+            "someone rewrote the Node annotation. The taint stays and nothing was changed; compare the two "
+            "(nodeguard.failover.failover_history_info) before acting",
+        )
+    return copy
+
+
 class RecoverRun:
     def __init__(self, cluster, power, options: RecoverOptions, clock, check_mode: bool = False):
         self.cluster = cluster
@@ -207,6 +242,8 @@ class RecoverRun:
             record = records.new(node, self.o.job_id, self.clock.now(), None)
             record["identity"] = {}  # nothing was recorded at the taint: a restart cannot be shown
             record["adopted"] = "taint found without a nodeguard record"
+        else:
+            trusted_copy(record, history.read(self.cluster, self.o.lock_namespace, self.o.node), self.o.lock_namespace)
         now = self.clock.now()
         # Without a record every pod bound to the tainted node that does not tolerate the taint is from before it.
         tainted = parse_time(((record.get("steps") or {}).get("taint") or {}).get("end"))
