@@ -36,7 +36,7 @@ description:
   - A resumed run proves again before it acts (same Node UID, not back, power still Off), and every force-delete and
     VolumeAttachment deletion needs a power-off proof at most O(proof_max_age_seconds) old.
   - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
-    the ConfigMap C(nodeguard-history-<node>) in O(lock_namespace) (last 20 incidents), read by
+    the ConfigMap C(nodeguard-history-<node>) in O(history_namespace) (last 20 incidents), read by
     M(nodeguard.failover.failover_history_info). Events are best effort; a failed one is reported in RV(write_errors).
 author:
   - nodeguard maintainers (@nodeguard)
@@ -144,6 +144,13 @@ options:
     description: Namespace of the lock Leases (C(deploy/rbac/) creates C(nodeguard-system)).
     type: str
     default: nodeguard-system
+  history_namespace:
+    description:
+      - Namespace of the durable incident history, the ConfigMaps C(nodeguard-history-<node>) (C(deploy/rbac/) creates
+        C(nodeguard-history)). Only the history lives there, so the remediator's right to update ConfigMaps covers
+        nothing else (not the applied profile its proofs read).
+    type: str
+    default: nodeguard-history
   lock_ttl_seconds:
     description:
       - Lease duration of the node's lock. The run renews it at least every third of this while it waits, and with a
@@ -352,6 +359,7 @@ OPTIONS = {
     "fence_backoff_seconds": {"type": "int", "default": 5},
     "fence_confirm_timeout": {"type": "int", "default": 120},
     "lock_namespace": {"type": "str", "default": "nodeguard-system"},
+    "history_namespace": {"type": "str", "default": "nodeguard-history"},
     "lock_ttl_seconds": {"type": "int", "default": 120},
     "lock_wait_seconds": {"type": "int", "default": 0},
     "event_namespace": {"type": "str", "default": "default"},

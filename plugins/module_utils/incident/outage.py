@@ -86,6 +86,7 @@ class OutageOptions:
     fence_backoff_seconds: float = 5
     fence_confirm_timeout: int = 120
     lock_namespace: str = "nodeguard-system"
+    history_namespace: str = "nodeguard-history"  # only the history ConfigMaps live there (deploy/rbac/, docs/rbac.md)
     lock_ttl_seconds: int = 120
     lock_wait_seconds: int = 0
     event_namespace: str = "default"
@@ -179,7 +180,7 @@ class OutageRun:
         return self.tainted or bool(self.recorder and self.recorder.written)
 
     def _recorder(self, node: dict) -> Recorder:
-        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.lock_namespace, guard=self.lock.confirm)
+        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=self.lock.confirm)
 
     # -- safety rules ---------------------------------------------------------------------------
     def _check_safety(self, node: dict, nodes: list) -> None:
@@ -457,7 +458,7 @@ class OutageRun:
         previous = records.read(node)
         if previous is None or previous.get("id") == rec["id"]:
             return
-        history.upsert(self.cluster, self.o.lock_namespace, previous)
+        history.upsert(self.cluster, self.o.history_namespace, previous)
         rec["previous"] = previous.get("id")
 
     def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:

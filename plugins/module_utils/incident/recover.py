@@ -55,6 +55,7 @@ class RecoverOptions:
     job_id: str
     healthy_seconds: int = 60
     lock_namespace: str = "nodeguard-system"
+    history_namespace: str = "nodeguard-history"
     lock_ttl_seconds: int = 120
     lock_wait_seconds: int = 0
     event_namespace: str = "default"
@@ -219,7 +220,7 @@ class RecoverRun:
         return bool(self.recorder and self.recorder.written)
 
     def _recorder(self, node: dict, guard=None) -> Recorder:
-        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.lock_namespace, guard=guard)
+        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=guard)
 
     def _evaluate(self, node: dict) -> tuple:
         """(record, adopted, checks) for the node as read now. Raises while an outage run is unfinished."""
@@ -243,7 +244,7 @@ class RecoverRun:
             record["identity"] = {}  # nothing was recorded at the taint: a restart cannot be shown
             record["adopted"] = "taint found without a nodeguard record"
         else:
-            trusted_copy(record, history.read(self.cluster, self.o.lock_namespace, self.o.node), self.o.lock_namespace)
+            trusted_copy(record, history.read(self.cluster, self.o.history_namespace, self.o.node), self.o.history_namespace)
         now = self.clock.now()
         # Without a record every pod bound to the tainted node that does not tolerate the taint is from before it.
         tainted = parse_time(((record.get("steps") or {}).get("taint") or {}).get("end"))

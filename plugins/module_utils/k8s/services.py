@@ -123,9 +123,6 @@ class Cluster:
     def get_deployment(self, namespace: str, name: str):
         return self._call(f"read deployment {namespace}/{name}", self.apps.read_namespaced_deployment, name, namespace, missing_ok=True)
 
-    def get_statefulset(self, namespace: str, name: str):
-        return self._call(f"read statefulset {namespace}/{name}", self.apps.read_namespaced_stateful_set, name, namespace, missing_ok=True)
-
     # -- volumes ------------------------------------------------------------------------------
     def list_volume_attachments(self) -> list:
         # VolumeAttachments have no field selector for spec.nodeName; callers filter.

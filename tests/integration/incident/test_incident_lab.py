@@ -32,6 +32,7 @@ OOS = "node.kubernetes.io/out-of-service"
 RECORD = "failover.nodeguard.io/incident"
 NAMESPACE = "failover-lab"
 LOCK_NAMESPACE = "nodeguard-system"
+HISTORY_NAMESPACE = "nodeguard-history"  # the durable incident history (deploy/rbac/00-namespace.yaml)
 # Short waits for the lab; production defaults are in the roles.
 FAST = {
     "node_outage_not_ready_seconds": 5,
@@ -351,7 +352,7 @@ def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, db_wor
     assert closed["phase"] == "recovered"
     assert closed["identity"]["boot_id"] != node_obj(lab, db_worker).status.node_info.boot_id, "recovered without a restart"
     # The incident is kept in the durable history too, closed, whatever happens to the Events.
-    kept = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{db_worker}", "-o", "json").stdout
+    kept = lab.kubectl("get", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{db_worker}", "-o", "json").stdout
     assert json.loads(json.loads(kept)["data"][closed["id"]])["phase"] == "recovered"
     assert "taint removed" in result.stdout and "node NotReady (first seen)" in result.stdout
     # No secret anywhere the incident left a trace: the run's output, the Node and its record, the

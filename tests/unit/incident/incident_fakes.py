@@ -171,9 +171,6 @@ class FakeCluster:
     def get_deployment(self, namespace, name):
         return copy.deepcopy(self.deployments.get((namespace, name)))
 
-    def get_statefulset(self, namespace, name):
-        return None
-
     def list_volume_attachments(self):
         return copy.deepcopy(self.attachments)
 

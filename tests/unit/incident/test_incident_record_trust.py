@@ -20,7 +20,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times 
 from incident_fakes import FakePower, lease
 from incident_scenario import options, setup
 
-NS = "nodeguard-system"
+NS = "nodeguard-history"
 
 
 def tainted_then_back():
@@ -56,7 +56,7 @@ def test_a_node_that_never_went_down_cannot_rewrite_its_recorded_boot_id():
     """The node kept bootID boot-w3-1 (it never restarted) and rewrote the record's bootID to look restarted."""
     cluster, clock = tainted_then_back()
     rewrite_annotation(cluster, lambda r: r["identity"].update(boot_id="boot-w3-0"))
-    assert_refused_taint_kept(cluster, clock, r"differs from its history copy \(ConfigMap nodeguard-system/nodeguard-history-w3\) in identity")
+    assert_refused_taint_kept(cluster, clock, r"differs from its history copy \(ConfigMap nodeguard-history/nodeguard-history-w3\) in identity")
 
 
 def test_a_rewritten_taint_time_is_refused():
@@ -70,7 +70,7 @@ def test_a_record_without_a_history_copy_proves_nothing():
     cluster, clock = tainted_then_back()
     cluster.nodes["w3"]["status"]["nodeInfo"]["bootID"] = "boot-w3-2"
     del cluster.config_maps[(NS, history.config_map_name("w3"))]
-    assert_refused_taint_kept(cluster, clock, r"has no copy in its history \(ConfigMap nodeguard-system/nodeguard-history-w3\)")
+    assert_refused_taint_kept(cluster, clock, r"has no copy in its history \(ConfigMap nodeguard-history/nodeguard-history-w3\)")
 
 
 def test_the_history_copy_agrees_so_the_taint_goes():
