@@ -11,6 +11,9 @@ version_added: 0.1.0
 description:
   - Moves the workloads of a dead node elsewhere, safely, in recorded steps.
   - First it checks safety rules (storm, control plane and etcd quorum, version support) and takes a per-node lock Lease.
+  - It refuses a node another remediator owns, naming it; a medik8s NodeHealthCheck that selects it, a held medik8s Lease
+    C(medik8s-leases/node-<node>), a FenceAgentsRemediation or SelfNodeRemediation for it, or an out-of-service taint
+    without an open nodeguard record. Missing medik8s CRDs (404) mean no medik8s.
   - Then it proves the node is off, all three of; NotReady or Unknown in the API for O(not_ready_seconds);
     its Lease not renewed for longer than its duration plus O(lease_margin_seconds);
     an out-of-band source (O(power)) reading Off. With O(fence=true) it first powers the node off
@@ -263,7 +266,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 action:
-  description: What the run found; V(fresh), V(adopt) (taint without record), V(resume), V(complete) or V(stopped).
+  description: What the run found; V(fresh), V(adopt) (taint without record, refused as another remediator's), V(resume), V(complete) or V(stopped).
   returned: always
   type: str
 resumed_from:

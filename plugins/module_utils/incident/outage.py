@@ -184,10 +184,11 @@ class OutageRun:
 
     # -- safety rules ---------------------------------------------------------------------------
     def _check_safety(self, node: dict, nodes: list) -> None:
-        """Control plane (etcd members included), quorum and storm, on one Node list."""
+        """Control plane (etcd members included), quorum, storm and other remediators, on one Node list."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
         safety.check_control_plane(node, nodes, self.o.allow_control_plane, etcd)
         safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node,))
+        safety.check_other_remediators(self.cluster, node)
 
     def _back(self, node: dict, lease) -> str:
         """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.

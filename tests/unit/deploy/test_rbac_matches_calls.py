@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import yaml
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import MEDIK8S_RESOURCES
 
 REPO = Path(__file__).resolve().parents[3]
 SERVICES = REPO / "plugins" / "module_utils" / "k8s" / "services.py"
@@ -22,6 +23,8 @@ GRANTS = (REPO / "deploy" / "rbac", REPO / "deploy" / "rbac-opt-in")
 
 # The typed APIs Cluster builds (services.Cluster.__init__), by attribute, and their API groups.
 API_GROUPS = {"core": "", "apps": "apps", "storage": "storage.k8s.io", "coordination": "coordination.k8s.io"}
+# self.custom.list_cluster_custom_object(group, version, plural): the resources of services.MEDIK8S_RESOURCES.
+CUSTOM_LIST = ("custom", "list_cluster_custom_object")
 # GET /version: open to every authenticated user (system:public-info-viewer), no RBAC object grants it.
 PUBLIC = {("version_api", "get_code")}
 # kubernetes-client method verbs -> RBAC verbs
@@ -43,6 +46,9 @@ def client_calls() -> dict:
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and getattr(node.value.value, "id", "") == "self":
                 api, name = node.value.attr, node.attr
                 if (api, name) in PUBLIC:
+                    continue
+                if (api, name) == CUSTOM_LIST:
+                    found.update((group, plural, "list") for plural, (group, _version) in MEDIK8S_RESOURCES.items())
                     continue
                 assert api in API_GROUPS, f"Cluster.{method.name} calls self.{api}.{name}: add its API group to this test"
                 match = CLIENT_METHOD.match(name)
@@ -102,3 +108,4 @@ def test_the_reader_sees_what_it_should():
     assert calls["replace_config_map"] == {("", "configmaps", "update")}
     assert calls["delete_volume_attachment"] == {("storage.k8s.io", "volumeattachments", "delete")}
     assert calls["get_node_lease"] == {("coordination.k8s.io", "leases", "get")}
+    assert ("remediation.medik8s.io", "nodehealthchecks", "list") in calls["list_medik8s"]
