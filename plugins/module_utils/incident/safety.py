@@ -180,8 +180,7 @@ def check_other_remediators(cluster, node: dict) -> None:
     except ClusterError as e:
         raise RefusedError(
             "other-remediator",
-            f"cannot tell whether another remediator (medik8s) owns {name}: {e}. deploy/rbac/ grants these reads "
-            "(docs/rbac.md). Nothing was changed",
+            f"cannot tell whether another remediator (medik8s) owns {name}: {e}. deploy/rbac/ grants these reads (docs/rbac.md). Nothing was changed",
         ) from e
     if owners:
         raise RefusedError(
