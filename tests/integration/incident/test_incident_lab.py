@@ -186,10 +186,12 @@ def test_refusals_while_the_node_is_healthy(lab, remediator, db_worker):
     result = playbook(remediator, "node-outage", db_worker)
     assert_refused_unchanged(lab, db_worker, result, before, "Missing proof(s): not-ready, lease-stale")
 
-    # The lab's control-plane node (ng-cp1 has no BMC in the inventory: lend it the worker's).
+    # The lab's control-plane node (ng-cp1 has no BMC in the inventory: lend it a system of the workers' BMC;
+    # the worker's own system would be refused as a second mapping of one device, before the rule under test).
     bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]["bmc"]
     control_plane = state(lab, lab.CONTROL_PLANE)
-    result = playbook(remediator, "node-outage", lab.CONTROL_PLANE, node_outage_power_by_node={lab.CONTROL_PLANE: bmc})
+    lent = dict(bmc, system_id=lab.CONTROL_PLANE)
+    result = playbook(remediator, "node-outage", lab.CONTROL_PLANE, node_outage_power_by_node={lab.CONTROL_PLANE: lent})
     assert_refused_unchanged(lab, lab.CONTROL_PLANE, result, control_plane, "refused [control-plane]")
 
     lock = {
@@ -206,7 +208,7 @@ def test_refusals_while_the_node_is_healthy(lab, remediator, db_worker):
     finally:
         lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{db_worker}")
 
-    result = playbook(remediator, "node-outage", "ng-worker99", node_outage_power_by_node={"ng-worker99": bmc})
+    result = playbook(remediator, "node-outage", "ng-worker99", node_outage_power_by_node={"ng-worker99": dict(bmc, system_id="ng-worker99")})
     assert_refused_unchanged(lab, db_worker, result, before, "'ng-worker99' does not exist")
 
 
