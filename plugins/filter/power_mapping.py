@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.selection import PowerMappingError, select_power
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.selection import PowerMappingError, own_mappings, select_power
 
 
-def node_power_source(node, by_node=None, host_value=None, default=None):
+def node_power_source(node, by_node=None, host_value=None, default=None, inventory=None, hostvar="bmc"):
     try:
-        return select_power(node, by_node, host_value, default)
+        return select_power(node, by_node, host_value, default, own_mappings(by_node, inventory, hostvar))
     except PowerMappingError as error:
         raise AnsibleFilterError(f"refused: {error}") from None
 

@@ -33,9 +33,9 @@ options:
     type: str
     required: true
   namespace:
-    description: Namespace of the history ConfigMaps, the O(nodeguard.failover.node_outage#module:lock_namespace) of the runs.
+    description: Namespace of the history ConfigMaps, the O(nodeguard.failover.node_outage#module:history_namespace) of the runs.
     type: str
-    default: nodeguard-system
+    default: nodeguard-history
   last:
     description: Return only the newest this many incidents. V(0) returns all that are kept.
     type: int
@@ -83,7 +83,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.connect imp
 
 OPTIONS = {
     "node": {"type": "str", "required": True},
-    "namespace": {"type": "str", "default": "nodeguard-system"},
+    "namespace": {"type": "str", "default": "nodeguard-history"},
     "last": {"type": "int", "default": 0},
 }
 

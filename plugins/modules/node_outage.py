@@ -11,6 +11,9 @@ version_added: 0.1.0
 description:
   - Moves the workloads of a dead node elsewhere, safely, in recorded steps.
   - First it checks safety rules (storm, control plane and etcd quorum, version support) and takes a per-node lock Lease.
+  - It refuses a node another remediator owns, naming it; a medik8s NodeHealthCheck that selects it, a held medik8s Lease
+    C(medik8s-leases/node-<node>), a FenceAgentsRemediation or SelfNodeRemediation for it, or an out-of-service taint
+    without an open nodeguard record. Missing medik8s CRDs (404) mean no medik8s.
   - Then it proves the node is off, all three of; NotReady or Unknown in the API for O(not_ready_seconds);
     its Lease not renewed for longer than its duration plus O(lease_margin_seconds);
     an out-of-band source (O(power)) reading Off. With O(fence=true) it first powers the node off
@@ -47,7 +50,7 @@ description:
     on two nodes never both taint on the same view. A node carrying the out-of-service taint counts as down in the
     storm rule even while Ready.
   - Record writes after the taint are conditional (resourceVersion). Each record is also kept in a durable history,
-    the ConfigMap C(nodeguard-history-<node>) in O(lock_namespace) (last 20 incidents), read by
+    the ConfigMap C(nodeguard-history-<node>) in O(history_namespace) (last 20 incidents), read by
     M(nodeguard.failover.failover_history_info). Events are best effort; a failed one is reported in RV(write_errors).
 author:
   - nodeguard maintainers (@nodeguard)
@@ -156,6 +159,13 @@ options:
     description: Namespace of the lock Leases (C(deploy/rbac/) creates C(nodeguard-system)).
     type: str
     default: nodeguard-system
+  history_namespace:
+    description:
+      - Namespace of the durable incident history, the ConfigMaps C(nodeguard-history-<node>) (C(deploy/rbac/) creates
+        C(nodeguard-history)). Only the history lives there, so the remediator's right to update ConfigMaps covers
+        nothing else (not the applied profile its proofs read).
+    type: str
+    default: nodeguard-history
   lock_ttl_seconds:
     description:
       - Lease duration of the node's lock. The run renews it at least every third of this while it waits, and with a
@@ -268,7 +278,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 action:
-  description: What the run found; V(fresh), V(adopt) (taint without record), V(resume), V(complete) or V(stopped).
+  description: What the run found; V(fresh), V(adopt) (taint without record, refused as another remediator's), V(resume), V(complete) or V(stopped).
   returned: always
   type: str
 resumed_from:
@@ -363,6 +373,7 @@ OPTIONS = {
     "fence_backoff_seconds": {"type": "int", "default": 5},
     "fence_confirm_timeout": {"type": "int", "default": 120},
     "lock_namespace": {"type": "str", "default": "nodeguard-system"},
+    "history_namespace": {"type": "str", "default": "nodeguard-history"},
     "lock_ttl_seconds": {"type": "int", "default": 120},
     "lock_wait_seconds": {"type": "int", "default": 0},
     "event_namespace": {"type": "str", "default": "default"},

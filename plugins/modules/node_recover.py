@@ -19,6 +19,11 @@ description:
   - A node that reports in again (Ready, fresh Lease) with the bootID it had at the taint never went down, so the
     power-off proof of that incident was false. This is refused, written into the incident record
     (C(power_off_proof_false)) and sent as a Warning Event C(FailoverPowerOffProofFalse); the taint stays.
+  - The recorded facts those checks compare with (bootID, systemUUID, Node UID, taint time) are read from the incident's
+    copy in the history ConfigMap C(nodeguard-history-<node>) in O(history_namespace), which only the remediator may write;
+    the Node annotation can be rewritten by the node's kubelet or anyone who may patch nodes. A record on the Node
+    without a history copy, or differing from it in those facts, is refused and the taint stays. A record without
+    C(node) or C(id), or naming another node, is refused as unreadable.
   - The taint removal and the end of the incident record are one conditional write, followed by an Event.
     Returns the incident timeline from first NotReady to Ready again, as rows and as a table.
   - A taint without a nodeguard record (left behind by hand or another tool) has no recorded bootID, so a restart
@@ -56,6 +61,13 @@ options:
     description: Namespace of the lock Leases.
     type: str
     default: nodeguard-system
+  history_namespace:
+    description:
+      - Namespace of the durable incident history, the ConfigMaps C(nodeguard-history-<node>) (C(deploy/rbac/) creates
+        C(nodeguard-history)). Only the history lives there, so the remediator's right to update ConfigMaps covers
+        nothing else.
+    type: str
+    default: nodeguard-history
   lock_ttl_seconds:
     description: Lease duration of the lock; the taint removal first confirms the lock with a conditional renew.
     type: int
@@ -154,6 +166,7 @@ OPTIONS = {
     "job_id": {"type": "str"},
     "healthy_seconds": {"type": "int", "default": 60},
     "lock_namespace": {"type": "str", "default": "nodeguard-system"},
+    "history_namespace": {"type": "str", "default": "nodeguard-history"},
     "lock_ttl_seconds": {"type": "int", "default": 120},
     "lock_wait_seconds": {"type": "int", "default": 0},
     "event_namespace": {"type": "str", "default": "default"},

@@ -66,6 +66,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters imp
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
+    ClusterUniqueIdentity,
     confirm_off,
     is_statement,
     off_confirm_seconds,
@@ -90,6 +91,7 @@ class OutageOptions:
     fence_backoff_seconds: float = 5
     fence_confirm_timeout: int = 120
     lock_namespace: str = "nodeguard-system"
+    history_namespace: str = "nodeguard-history"  # only the history ConfigMaps live there (deploy/rbac/, docs/rbac.md)
     lock_ttl_seconds: int = 120
     lock_wait_seconds: int = 0
     event_namespace: str = "default"
@@ -136,7 +138,8 @@ class _RenewingClock:
 class OutageRun:
     def __init__(self, cluster, power, options: OutageOptions, clock, check_mode: bool = False):
         self.cluster = cluster
-        self.power = power
+        # A system UUID proves identity only when exactly one Node reports it (power/identity.py).
+        self.power = ClusterUniqueIdentity(power, cluster.list_nodes) if power is not None else None
         self.o = options
         self.clock = clock
         self.check_mode = check_mode
@@ -197,16 +200,17 @@ class OutageRun:
         return self.tainted or bool(self.recorder and self.recorder.written)
 
     def _recorder(self, node: dict) -> Recorder:
-        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.lock_namespace, guard=self.lock.confirm)
+        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=self.lock.confirm)
 
     # -- safety rules ---------------------------------------------------------------------------
     def _check_safety(self, node: dict, nodes: list) -> None:
-        """Control plane (etcd members included), quorum and storm, on one Node list. A node already carrying the
-        out-of-service taint counts as down even while Ready (another run's power-event incident)."""
+        """Control plane (etcd members included), quorum, storm and other remediators, on one Node list. A node
+        already carrying the out-of-service taint counts as down even while Ready (another run's power-event incident)."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
         safety.check_control_plane(node, nodes, self.o.allow_control_plane, etcd)
         out_of_service = tuple(n["metadata"]["name"] for n in nodes if has_out_of_service_taint(n))
         safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node, *out_of_service))
+        safety.check_other_remediators(self.cluster, node)
 
     def _back(self, node: dict, lease) -> str:
         """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.
@@ -489,7 +493,7 @@ class OutageRun:
         previous = records.read(node)
         if previous is None or previous.get("id") == rec["id"]:
             return
-        history.upsert(self.cluster, self.o.lock_namespace, previous)
+        history.upsert(self.cluster, self.o.history_namespace, previous)
         rec["previous"] = previous.get("id")
 
     def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:

@@ -45,6 +45,20 @@ def read(node: dict):
         raise RefusedError("record-unreadable", f"annotation {ANNOTATION} is not JSON ({e}); fix or remove it") from e
     if not isinstance(record, dict) or "steps" not in record:
         raise RefusedError("record-unreadable", f"annotation {ANNOTATION} is not an incident record")
+    missing = [key for key in ("id", "node") if not isinstance(record.get(key), str) or not record.get(key)]
+    if missing:
+        raise RefusedError(
+            "record-unreadable",
+            f"annotation {ANNOTATION} is an incident record without {' and '.join(repr(k) for k in missing)}: it was not "
+            "written by nodeguard (or was edited); it proves nothing. Check it, then remove it. Nothing was changed",
+        )
+    name = (node.get("metadata") or {}).get("name")
+    if name and record["node"] != name:
+        raise RefusedError(
+            "record-unreadable",
+            f"annotation {ANNOTATION} on node {name} is the record of node {record['node']!r} (incident {record['id']}): "
+            "copied or edited, it proves nothing. Check it, then remove it. Nothing was changed",
+        )
     return record
 
 

@@ -7,6 +7,11 @@ Lease, for at least ``healthy_seconds``; it restarted (its bootID differs from t
 on the same machine (same systemUUID); no pod of the old incarnation is left on it; no VolumeAttachment
 still names it. The taint removal and the record's end are one conditional write.
 
+The facts the restart is proven against (bootID and systemUUID at the taint, the Node UID, when it was tainted)
+are taken from the incident's copy in the history ConfigMap, which only the remediator may write: the Node
+annotation can be rewritten by the node's own kubelet or by anyone who may patch nodes. A record on the Node
+that has no history copy, or differs from it in those facts, is refused.
+
 A node that reports in again (Ready, fresh Lease) with the bootID it had at the taint never went down: the
 power-off proof of that incident was false. That is refused, recorded on the incident and sent as a Warning Event.
 """
@@ -17,9 +22,9 @@ from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError, RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
@@ -35,7 +40,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import read_with_identity
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
+    ClusterUniqueIdentity,
+    nodes_reporting,
+    placeholder,
+    read_with_identity,
+    same_system_uuid,
+)
 
 
 @dataclass
@@ -44,6 +55,7 @@ class RecoverOptions:
     job_id: str
     healthy_seconds: int = 60
     lock_namespace: str = "nodeguard-system"
+    history_namespace: str = "nodeguard-history"
     lock_ttl_seconds: int = 120
     lock_wait_seconds: int = 0
     event_namespace: str = "default"
@@ -78,10 +90,32 @@ def recovery_checks(node: dict, lease, pods: list, power_reading, power_error, s
     return checks
 
 
-def restart_checks(record: dict, node: dict, attachments: list) -> list:
+def same_machine_check(recorded_uuid: str, node: dict, nodes: list) -> Proof:
+    """The node runs on the machine it ran on at the taint: its systemUUID is the recorded one, is no firmware
+    placeholder, and no other Node of ``nodes`` (the cluster's Node list) reports it (power/identity.py)."""
+    now = identity(node)["system_uuid"]
+    if not recorded_uuid or not now:
+        return Proof("same-machine", False, "no systemUUID recorded at the taint or reported now: the machine cannot be compared")
+    unset = placeholder(now) or placeholder(recorded_uuid)
+    if unset:
+        return Proof("same-machine", False, f"systemUUID {now} ({unset}) is a placeholder, not an identity: the machine cannot be compared")
+    if same_system_uuid(now, recorded_uuid) != "exact":
+        return Proof("same-machine", False, f"systemUUID {now} is not {recorded_uuid} recorded at the taint: another machine")
+    holders = nodes_reporting(now, nodes)
+    if holders != [node["metadata"]["name"]]:
+        return Proof(
+            "same-machine",
+            False,
+            f"systemUUID {now} is reported by Nodes {', '.join(holders)}: a UUID shared by several machines names none of them",
+        )
+    return Proof("same-machine", True, f"systemUUID {now} as at the taint, and no other Node reports it")
+
+
+def restart_checks(record: dict, node: dict, attachments: list, nodes: list) -> list:
     """The node restarted, on the same machine, and nothing is attached to it any more (pure).
 
-    ``record["identity"]`` is what the node reported when it was tainted (record.set_identity)."""
+    ``record["identity"]`` is what the node reported when it was tainted (record.set_identity); ``nodes`` is the
+    cluster's Node list (a systemUUID proves the machine only when one Node reports it)."""
     before = record.get("identity") or {}
     now = identity(node)
     if not before.get("boot_id"):
@@ -92,12 +126,7 @@ def restart_checks(record: dict, node: dict, attachments: list) -> list:
         restarted = Proof("restarted", False, f"bootID {now['boot_id']} is the one recorded at the taint: the node did not restart")
     else:
         restarted = Proof("restarted", True, f"bootID changed since the taint ({before['boot_id']} -> {now['boot_id']})")
-    if not before.get("system_uuid") or not now["system_uuid"]:
-        machine = Proof("same-machine", False, "no systemUUID recorded at the taint or reported now: the machine cannot be compared")
-    elif now["system_uuid"].lower() != before["system_uuid"].lower():
-        machine = Proof("same-machine", False, f"systemUUID {now['system_uuid']} is not {before['system_uuid']} recorded at the taint: another machine")
-    else:
-        machine = Proof("same-machine", True, f"systemUUID {now['system_uuid']} as at the taint")
+    machine = same_machine_check(before.get("system_uuid"), node, nodes)
     released = Proof(
         "volumes-released",
         not attachments,
@@ -114,10 +143,41 @@ def power_off_proof_was_false(record: dict, node: dict, checks: list) -> bool:
     return bool(boot_id) and alive and identity(node)["boot_id"] == boot_id
 
 
+# What the recovery proof reads from the record: compared with the history copy before it is believed.
+TRUSTED_FIELDS = ("id", "node", "node_uid", "identity", "first_not_ready")
+
+
+def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
+    """The history copy (``kept``: history.read of the node) of the Node's ``record``; raises RefusedError when there
+    is none or when the Node's record differs from it in TRUSTED_FIELDS or its taint time (pure)."""
+    where = f"ConfigMap {namespace}/{history.config_map_name(record['node'])}"
+    copy = next((r for r in kept if r.get("id") == record["id"]), None)
+    if copy is None:
+        raise RefusedError(
+            "record-untrusted",
+            f"incident {record['id']} on node {record['node']} has no copy in its history ({where}), which only the remediator "
+            "can write; the Node annotation alone can be rewritten by the node's kubelet or anyone who may patch nodes, so it "
+            "proves no restart. The taint stays and nothing was changed; check the incident, then remove the taint by hand "
+            "(docs/runbooks/node-recover.md)",
+        )
+    differs = [key for key in TRUSTED_FIELDS if record.get(key) != copy.get(key)]
+    if ((record.get("steps") or {}).get("taint") or {}).get("end") != ((copy.get("steps") or {}).get("taint") or {}).get("end"):
+        differs.append("steps.taint")
+    if differs:
+        raise RefusedError(
+            "record-untrusted",
+            f"the incident record on node {record['node']} differs from its history copy ({where}) in {', '.join(differs)}: "
+            "someone rewrote the Node annotation. The taint stays and nothing was changed; compare the two "
+            "(nodeguard.failover.failover_history_info) before acting",
+        )
+    return copy
+
+
 class RecoverRun:
     def __init__(self, cluster, power, options: RecoverOptions, clock, check_mode: bool = False):
         self.cluster = cluster
-        self.power = power
+        # A system UUID proves identity only when exactly one Node reports it (power/identity.py).
+        self.power = ClusterUniqueIdentity(power, cluster.list_nodes)
         self.o = options
         self.clock = clock
         self.check_mode = check_mode
@@ -160,7 +220,7 @@ class RecoverRun:
         return bool(self.recorder and self.recorder.written)
 
     def _recorder(self, node: dict, guard=None) -> Recorder:
-        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.lock_namespace, guard=guard)
+        return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=guard)
 
     def _evaluate(self, node: dict) -> tuple:
         """(record, adopted, checks) for the node as read now. Raises while an outage run is unfinished."""
@@ -183,6 +243,8 @@ class RecoverRun:
             record = records.new(node, self.o.job_id, self.clock.now(), None)
             record["identity"] = {}  # nothing was recorded at the taint: a restart cannot be shown
             record["adopted"] = "taint found without a nodeguard record"
+        else:
+            trusted_copy(record, history.read(self.cluster, self.o.history_namespace, self.o.node), self.o.history_namespace)
         now = self.clock.now()
         # Without a record every pod bound to the tainted node that does not tolerate the taint is from before it.
         tainted = parse_time(((record.get("steps") or {}).get("taint") or {}).get("end"))
@@ -203,7 +265,7 @@ class RecoverRun:
             now,
             self.o.healthy_seconds,
         )
-        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node))
+        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node), self.cluster.list_nodes())
         return record, adopted, checks
 
     def _refuse_if_missing(self, node: dict, record: dict, adopted: bool, checks: list) -> None:

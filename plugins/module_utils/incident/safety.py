@@ -8,13 +8,16 @@
   Nodes that run etcd (an etcd static pod, or the RKE2/k3s etcd role label) count as control plane.
 - one-control-plane-at-a-time: never two control-plane nodes out of service together.
 - version: the out-of-service taint needs Kubernetes >= 1.26 (1.24-1.25 with the feature gate).
+- other remediator: never on a node another remediator owns (medik8s, or an out-of-service taint nodeguard did
+  not write): two remediators would fence, taint and untaint against each other.
 """
 
 from __future__ import annotations
 
 import re
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError, ProfileError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
@@ -113,3 +116,76 @@ def check_version(version: str, gate_enabled: bool) -> None:
             "for the out-of-service taint; enable it and set out_of_service_gate_enabled=true",
         )
     raise RefusedError("version", f"Kubernetes {version} does not support the out-of-service taint (needs >= 1.24)")
+
+
+# medik8s (Node Healthcheck, Fence Agents Remediation, Self Node Remediation): its per-node Lease, the objects
+# of k8s/services.py MEDIK8S_RESOURCES, and the annotation naming the node of a remediation CR.
+MEDIK8S_LEASE_NAMESPACE = "medik8s-leases"
+MEDIK8S_NODE_ANNOTATION = "remediation.medik8s.io/node-name"
+_KINDS = {"fenceagentsremediations": "FenceAgentsRemediation", "selfnoderemediations": "SelfNodeRemediation"}
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    """Does a Kubernetes LabelSelector (matchLabels, matchExpressions) select an object with ``labels``?
+    An empty selector selects everything; an unknown operator counts as selecting (the safe side here)."""
+    selector = selector or {}
+    if any(labels.get(key) != value for key, value in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        key, operator, values = expression.get("key"), expression.get("operator"), expression.get("values") or []
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+def _names(obj: dict) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta['namespace']}/{meta.get('name')}" if meta.get("namespace") else str(meta.get("name"))
+
+
+def other_remediators(cluster, node: dict) -> list:
+    """What else claims ``node``, one phrase each ([] when nothing does). A medik8s API that is not served (404)
+    means that operator is not installed. Raises ClusterError when a read fails otherwise."""
+    name = node["metadata"]["name"]
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    found = []
+    if records.decide(node, records.read(node))[0] == records.ADOPT:
+        found.append("an out-of-service taint that nodeguard did not write (no open nodeguard incident record on the node)")
+    for check in cluster.list_medik8s("nodehealthchecks") or []:
+        if selects((check.get("spec") or {}).get("selector"), labels):
+            found.append(f"medik8s NodeHealthCheck {_names(check)} selects it")
+    lease = cluster.get_lease(MEDIK8S_LEASE_NAMESPACE, f"node-{name}")
+    holder = ((lease or {}).get("spec") or {}).get("holderIdentity")
+    if holder:
+        found.append(f"medik8s Lease {MEDIK8S_LEASE_NAMESPACE}/node-{name} is held by {holder}")
+    for plural, kind in _KINDS.items():
+        for remediation in cluster.list_medik8s(plural) or []:
+            meta = remediation.get("metadata") or {}
+            if name in (meta.get("name"), (meta.get("annotations") or {}).get(MEDIK8S_NODE_ANNOTATION)):
+                found.append(f"medik8s {kind} {_names(remediation)} remediates it")
+    return found
+
+
+def check_other_remediators(cluster, node: dict) -> None:
+    """Refuse when another remediator owns ``node`` (other_remediators), naming it."""
+    name = node["metadata"]["name"]
+    try:
+        owners = other_remediators(cluster, node)
+    except ClusterError as e:
+        raise RefusedError(
+            "other-remediator",
+            f"cannot tell whether another remediator (medik8s) owns {name}: {e}. deploy/rbac/ grants these reads (docs/rbac.md). Nothing was changed",
+        ) from e
+    if owners:
+        raise RefusedError(
+            "other-remediator",
+            f"{name} is handled by another remediator: {'; '.join(owners)}. Two remediators on one node fence, taint "
+            "and untaint against each other; choose one per node (docs/runbooks/node-outage.md, 'One remediator per "
+            "node'). Nothing was changed",
+        )

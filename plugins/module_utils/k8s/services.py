@@ -21,6 +21,14 @@ except ImportError:  # reported by the module through client.HAS_KUBERNETES
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
 
+# medik8s, the other node remediator node-outage stays out of the way of (incident/safety.py): its custom
+# resources by plural -> (API group, version), as the medik8s operators serve them. All are listed cluster-wide.
+MEDIK8S_RESOURCES = {
+    "nodehealthchecks": ("remediation.medik8s.io", "v1alpha1"),  # cluster-scoped
+    "fenceagentsremediations": ("fence-agents-remediation.medik8s.io", "v1alpha1"),  # namespaced, named after the node
+    "selfnoderemediations": ("self-node-remediation.medik8s.io", "v1alpha1"),  # namespaced, named after the node
+}
+
 
 class ConflictError(ClusterError):
     """The object changed since we read it (HTTP 409): re-read and decide again."""
@@ -36,6 +44,7 @@ class Cluster:
         self.storage = k8s_client.StorageV1Api(api_client)
         self.coordination = k8s_client.CoordinationV1Api(api_client)
         self.version_api = k8s_client.VersionApi(api_client)
+        self.custom = k8s_client.CustomObjectsApi(api_client)
 
     # -- plumbing -----------------------------------------------------------------------------
     def _call(self, what: str, fn, *args, missing_ok: bool = False, **kwargs):
@@ -123,9 +132,6 @@ class Cluster:
     def get_deployment(self, namespace: str, name: str):
         return self._call(f"read deployment {namespace}/{name}", self.apps.read_namespaced_deployment, name, namespace, missing_ok=True)
 
-    def get_statefulset(self, namespace: str, name: str):
-        return self._call(f"read statefulset {namespace}/{name}", self.apps.read_namespaced_stateful_set, name, namespace, missing_ok=True)
-
     # -- volumes ------------------------------------------------------------------------------
     def list_volume_attachments(self) -> list:
         # VolumeAttachments have no field selector for spec.nodeName; callers filter.
@@ -175,6 +181,14 @@ class Cluster:
         """Replace; body.metadata.resourceVersion makes it fail with ConflictError if someone else wrote."""
         name = body["metadata"]["name"]
         return self._call(f"update configmap {namespace}/{name}", self.core.replace_namespaced_config_map, name, namespace, body)
+
+    # -- other remediators (medik8s) -----------------------------------------------------------
+    def list_medik8s(self, plural: str):
+        """Every object of a medik8s resource (MEDIK8S_RESOURCES), in all namespaces; None when the API does not
+        serve it (404: the CRD is not installed, so that medik8s operator is not there)."""
+        group, version = MEDIK8S_RESOURCES[plural]
+        found = self._call(f"list {plural}.{group}", self.custom.list_cluster_custom_object, group, version, plural, missing_ok=True)
+        return None if found is None else found["items"]
 
     # -- events -------------------------------------------------------------------------------
     def create_event(self, namespace: str, body: dict) -> dict:

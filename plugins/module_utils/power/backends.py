@@ -27,20 +27,22 @@ class PowerBackend(NamedTuple):
     identity: str  # the Identity.kind its reader shows (base.Identity): "system-uuid" or "attested-node"
     pollable: bool  # it measures the machine (a manual attestation is a statement): node_power and the poller read it
     shareable: bool  # one shared default may serve every node: the source is told which node it acts on
+    addressed: bool  # its mapping names one device by address and system: two nodes naming one device are refused
 
 
 BACKENDS = (
-    PowerBackend("redfish", lambda config, node, state, allow: RedfishReader(config), "system-uuid", pollable=True, shareable=False),
-    PowerBackend("ipmi", lambda config, node, state, allow: IpmiReader(config), "system-uuid", pollable=True, shareable=False),
-    PowerBackend("fence_agent", lambda config, node, state, allow: FenceAgentReader(config), "system-uuid", pollable=True, shareable=False),
-    PowerBackend("command", lambda config, node, state, allow: CommandReader(config, node), "system-uuid", pollable=True, shareable=True),
-    PowerBackend("manual", ManualAttestation, "attested-node", pollable=False, shareable=False),
+    PowerBackend("redfish", lambda config, node, state, allow: RedfishReader(config), "system-uuid", pollable=True, shareable=False, addressed=True),
+    PowerBackend("ipmi", lambda config, node, state, allow: IpmiReader(config), "system-uuid", pollable=True, shareable=False, addressed=True),
+    PowerBackend("fence_agent", lambda config, node, state, allow: FenceAgentReader(config), "system-uuid", pollable=True, shareable=False, addressed=True),
+    PowerBackend("command", lambda config, node, state, allow: CommandReader(config, node), "system-uuid", pollable=True, shareable=True, addressed=False),
+    PowerBackend("manual", ManualAttestation, "attested-node", pollable=False, shareable=False, addressed=False),
 )
 
 BY_NAME = {backend.name: backend for backend in BACKENDS}
 POWER_TYPES = tuple(BY_NAME)
 POLLABLE_TYPES = tuple(backend.name for backend in BACKENDS if backend.pollable)
 SHAREABLE_TYPES = tuple(backend.name for backend in BACKENDS if backend.shareable)
+ADDRESSED_TYPES = tuple(backend.name for backend in BACKENDS if backend.addressed)
 
 
 def listed(types: tuple = POWER_TYPES) -> str:

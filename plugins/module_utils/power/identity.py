@@ -11,6 +11,11 @@
   port or ``system_id`` is an address, not an identity: without a reported UUID the agent shows nothing.
 - manual attestation: the attestation names this node (and the incident, when one is open).
 
+A system UUID is an identity only when it names one machine: it is not a known placeholder of unset
+firmware (PLACEHOLDER_UUIDS) and exactly one Node of the cluster reports it (``ClusterUniqueIdentity``).
+Cloned VMs and boards that ship the placeholder report one UUID for several machines; a device showing
+such a UUID could be any of them, so it proves nothing for this node ("identity unverified").
+
 Where the device cannot show an identity, the node's power mapping may say so with
 ``identity_unverifiable_reason``; the reason is then recorded with the proof. A device that shows
 ANOTHER identity is refused whatever that option says.
@@ -26,10 +31,18 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import OFF, PowerError
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import OFF, Identity, PowerError
 
 DEFAULT_OFF_CONFIRM_SECONDS = 5
 _HEX32 = re.compile(r"^[0-9a-f]{32}$")
+
+# UUIDs that firmware reports when nobody set one: the same on every machine of a model, so never an identity.
+PLACEHOLDER_UUIDS = {
+    "00000000-0000-0000-0000-000000000000": "all zero (SMBIOS: not present)",
+    "ffffffff-ffff-ffff-ffff-ffffffffffff": "all F (SMBIOS: present but not set)",
+    # A firmware default that many boards ship unchanged ("To Be Filled By O.E.M."): a whole product line reports it.
+    "03000200-0400-0500-0006-000700080009": "the common BIOS placeholder UUID",
+}
 
 
 class IdentityVerdict(NamedTuple):
@@ -60,11 +73,20 @@ def _smbios_swapped(hex32: str) -> str:
     return swap(first) + swap(second) + swap(third) + hex32[16:]
 
 
+def placeholder(value: str) -> str:
+    """Why ``value`` is a known placeholder UUID (PLACEHOLDER_UUIDS, in either byte order), "" when it is not one."""
+    text = _hex(value)
+    for known, why in PLACEHOLDER_UUIDS.items():
+        if text and text in (_hex(known), _smbios_swapped(_hex(known))):
+            return why
+    return ""
+
+
 def same_system_uuid(reported: str, expected: str) -> str:
     """"exact" or "smbios-byte-order" when the two UUIDs name the same machine, "" otherwise (also for
-    anything that is not a UUID, and for the all-zero or all-F placeholder UUIDs of unset firmware)."""
+    anything that is not a UUID, and for the placeholder UUIDs of unset firmware, PLACEHOLDER_UUIDS)."""
     a, b = _hex(reported), _hex(expected)
-    if not a or not b or a in ("0" * 32, "f" * 32):
+    if not a or not b or placeholder(a) or placeholder(b):
         return ""
     if a == b:
         return "exact"
@@ -81,6 +103,41 @@ def node_system_uuid(node: dict) -> str:
     return ((node.get("status") or {}).get("nodeInfo") or {}).get("systemUUID") or ""
 
 
+def nodes_reporting(value: str, nodes: list) -> list:
+    """Names of the Nodes whose systemUUID is ``value`` (either byte order)."""
+    return sorted(n["metadata"]["name"] for n in nodes if same_system_uuid(value, node_system_uuid(n)))
+
+
+class ClusterUniqueIdentity:
+    """A reader whose system UUID counts only when exactly one Node of the cluster reports it.
+
+    Wraps any reader (every other attribute is the reader's own). ``list_nodes`` returns the cluster's Node
+    list; it is read at every identify(), so a Node that joins with the same UUID is seen at the next reading.
+    A UUID shared by several Nodes comes back as an Identity of kind "shared-uuid", which verifies nothing.
+    """
+
+    def __init__(self, reader, list_nodes):
+        self.reader = reader
+        self.list_nodes = list_nodes
+
+    def __getattr__(self, name):
+        return getattr(self.reader, name)
+
+    def identify(self) -> Identity:
+        identity = self.reader.identify()
+        if identity.kind != "system-uuid":
+            return identity
+        holders = nodes_reporting(identity.value, self.list_nodes())
+        if len(holders) > 1:
+            return Identity(
+                "shared-uuid",
+                identity.value,
+                f"{identity.detail}, but Nodes {', '.join(holders)} all report that systemUUID (cloned machines?): "
+                "a UUID shared by several machines names none of them",
+            )
+        return identity
+
+
 def _opt_out(reader) -> str:
     return str((getattr(reader, "config", None) or {}).get("identity_unverifiable_reason") or "").strip()
 
@@ -92,11 +149,16 @@ def _compare(identity, node: dict) -> tuple:
         expected = node_system_uuid(node)
         if not expected:
             return False, False, f"node {name} reports no status.nodeInfo.systemUUID, so {identity.detail} cannot be matched"
+        unset = placeholder(expected) or placeholder(identity.value)
+        if unset:
+            return False, False, f"{identity.detail}, node {name} systemUUID {expected}: {unset} is a placeholder, not an identity"
         how = same_system_uuid(identity.value, expected)
         if how:
             order = " (SMBIOS byte order)" if how == "smbios-byte-order" else ""
             return True, False, f"{identity.detail} matches node {name} systemUUID {expected}{order}"
         return False, True, f"{identity.detail} is NOT node {name}'s systemUUID {expected}: this device controls another machine"
+    if identity.kind == "shared-uuid":
+        return False, False, identity.detail
     if identity.kind == "attested-node":
         if identity.value != name:
             return False, True, f"{identity.detail}, not {name}"

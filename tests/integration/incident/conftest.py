@@ -25,7 +25,7 @@ def delete_incident_traces(lab) -> None:
     """What incident runs leave on the lab: every worker's durable history (one ConfigMap per node) and lock Lease,
     and nodeguard's Events about Nodes (a test that counts them must not count another module's)."""
     for name in lab.worker_names():
-        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, HISTORY_PREFIX + name, "--ignore-not-found", check=False)
+        lab.kubectl("delete", "configmap", "-n", "nodeguard-history", HISTORY_PREFIX + name, "--ignore-not-found", check=False)
         lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{name}", "--ignore-not-found", check=False)
     lab.kubectl("delete", "events", "-n", "default", "--field-selector", "involvedObject.kind=Node,source=nodeguard-failover",
                 check=False)

@@ -32,6 +32,7 @@ OOS = "node.kubernetes.io/out-of-service"
 RECORD = "failover.nodeguard.io/incident"
 NAMESPACE = "failover-lab"
 LOCK_NAMESPACE = "nodeguard-system"
+HISTORY_NAMESPACE = "nodeguard-history"  # the durable incident history (deploy/rbac/00-namespace.yaml)
 # Short waits for the lab; production defaults are in the roles.
 FAST = {
     "node_outage_not_ready_seconds": 5,
@@ -185,10 +186,12 @@ def test_refusals_while_the_node_is_healthy(lab, remediator, db_worker):
     result = playbook(remediator, "node-outage", db_worker)
     assert_refused_unchanged(lab, db_worker, result, before, "Missing proof(s): not-ready, lease-stale")
 
-    # The lab's control-plane node (ng-cp1 has no BMC in the inventory: lend it the worker's).
+    # The lab's control-plane node (ng-cp1 has no BMC in the inventory: lend it a system of the workers' BMC;
+    # the worker's own system would be refused as a second mapping of one device, before the rule under test).
     bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]["bmc"]
     control_plane = state(lab, lab.CONTROL_PLANE)
-    result = playbook(remediator, "node-outage", lab.CONTROL_PLANE, node_outage_power_by_node={lab.CONTROL_PLANE: bmc})
+    lent = dict(bmc, system_id=lab.CONTROL_PLANE)
+    result = playbook(remediator, "node-outage", lab.CONTROL_PLANE, node_outage_power_by_node={lab.CONTROL_PLANE: lent})
     assert_refused_unchanged(lab, lab.CONTROL_PLANE, result, control_plane, "refused [control-plane]")
 
     lock = {
@@ -205,7 +208,7 @@ def test_refusals_while_the_node_is_healthy(lab, remediator, db_worker):
     finally:
         lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{db_worker}")
 
-    result = playbook(remediator, "node-outage", "ng-worker99", node_outage_power_by_node={"ng-worker99": bmc})
+    result = playbook(remediator, "node-outage", "ng-worker99", node_outage_power_by_node={"ng-worker99": dict(bmc, system_id="ng-worker99")})
     assert_refused_unchanged(lab, db_worker, result, before, "'ng-worker99' does not exist")
 
 
@@ -351,7 +354,7 @@ def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, db_wor
     assert closed["phase"] == "recovered"
     assert closed["identity"]["boot_id"] != node_obj(lab, db_worker).status.node_info.boot_id, "recovered without a restart"
     # The incident is kept in the durable history too, closed, whatever happens to the Events.
-    kept = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{db_worker}", "-o", "json").stdout
+    kept = lab.kubectl("get", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{db_worker}", "-o", "json").stdout
     assert json.loads(json.loads(kept)["data"][closed["id"]])["phase"] == "recovered"
     assert "taint removed" in result.stdout and "node NotReady (first seen)" in result.stdout
     # No secret anywhere the incident left a trace: the run's output, the Node and its record, the

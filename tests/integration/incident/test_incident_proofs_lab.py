@@ -18,8 +18,8 @@ import time
 
 import yaml
 from test_incident_lab import (
+    HISTORY_NAMESPACE,
     INVENTORY,
-    LOCK_NAMESPACE,
     NAMESPACE,
     has_taint,
     kill_tree,
@@ -37,7 +37,7 @@ def boot_id(lab, name) -> str:
 
 
 def history(lab, name) -> list:
-    result = lab.kubectl("get", "configmap", "-n", LOCK_NAMESPACE, HISTORY_PREFIX + name, "-o", "json", check=False)
+    result = lab.kubectl("get", "configmap", "-n", HISTORY_NAMESPACE, HISTORY_PREFIX + name, "-o", "json", check=False)
     if result.returncode != 0:
         return []
     data = json.loads(result.stdout).get("data") or {}

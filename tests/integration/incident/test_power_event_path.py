@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from test_incident_lab import (
-    LOCK_NAMESPACE,
+    HISTORY_NAMESPACE,
     NAMESPACE,
     OOS,
     assert_refused_unchanged,
@@ -45,7 +45,7 @@ def rfc3339(epoch: float) -> str:
 
 
 def history_names(lab) -> list:
-    return sorted(lab.kubectl("get", "configmaps", "-n", LOCK_NAMESPACE, "-o", "name", check=False).stdout.split())
+    return sorted(lab.kubectl("get", "configmaps", "-n", HISTORY_NAMESPACE, "-o", "name", check=False).stdout.split())
 
 
 def off_hook(tmp_path, node: str) -> dict:
@@ -74,7 +74,7 @@ def live_worker(lab):
     lab.reset_lab()
     worker = lab.worker_names()[0]
     yield worker
-    lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{worker}", "--ignore-not-found", check=False)
+    lab.kubectl("delete", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{worker}", "--ignore-not-found", check=False)
 
 
 def test_an_event_for_a_node_whose_lease_is_still_renewed_is_refused(lab, remediator, live_worker, tmp_path):
@@ -141,7 +141,7 @@ def test_a_powered_off_worker_is_failed_over_while_still_ready(lab, remediator):
               f"(replacements Ready) {finished - event:.1f}s; steps: {rec['steps']}; proofs: {rec['proofs']}; "
               f"replacements: {rec['replacements']['replaced']}")
     finally:
-        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
+        lab.kubectl("delete", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
 
 
 @pytest.fixture()
@@ -175,4 +175,4 @@ def test_the_admission_policy_without_power_event_path_refuses_the_taint(lab, re
         assert "ValidatingAdmissionPolicy" in output and "powerEventPath is false" in output, output[-3000:]
         assert record(lab, target) is None and history_names(lab) == histories
     finally:
-        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
+        lab.kubectl("delete", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)

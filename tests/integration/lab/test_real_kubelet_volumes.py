@@ -100,7 +100,7 @@ def playbook(lab, name: str, node: str) -> subprocess.CompletedProcess:
 
 def delete_incident_traces(lab, node: str) -> None:
     """What node-outage leaves besides the taint and the record: the node's durable history and lock Lease."""
-    lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{node}", "--ignore-not-found", check=False)
+    lab.kubectl("delete", "configmap", "-n", "nodeguard-history", f"nodeguard-history-{node}", "--ignore-not-found", check=False)
     lab.kubectl("delete", "lease", "-n", LOCK_NAMESPACE, f"nodeguard-failover-{node}", "--ignore-not-found", check=False)
 
 

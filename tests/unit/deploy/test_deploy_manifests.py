@@ -13,6 +13,9 @@ from pathlib import Path
 import yaml
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import OUT_OF_SERVICE_KEY
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageOptions
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
 
 REPO = Path(__file__).resolve().parents[3]
 RBAC = REPO / "deploy" / "rbac"
@@ -65,16 +68,28 @@ def test_default_rbac_cannot_delete_volume_attachments():
     assert grants(RBAC, "storage.k8s.io", "volumeattachments") == {"list"}
 
 
-def test_default_rbac_lets_the_job_keep_its_incident_history():
-    """incident/history.py reads, creates and replaces ConfigMaps in the lock namespace (nodeguard-system)."""
-    namespace = service_account()["metadata"]["namespace"]
-    verbs = set()
+def configmap_verbs(namespace: str) -> dict:
+    """{resourceNames or None: verbs} of the ConfigMap rules of the Roles in ``namespace``."""
+    found = {}
     for (kind, _name), obj in objects(RBAC).items():
         if kind == "Role" and obj["metadata"]["namespace"] == namespace:
             for rule in obj["rules"]:
-                if "configmaps" in rule["resources"] and not rule.get("resourceNames"):
-                    verbs.update(rule["verbs"])
-    assert verbs == {"get", "create", "update"}
+                if "configmaps" in rule["resources"]:
+                    key = tuple(rule.get("resourceNames") or ()) or None
+                    found.setdefault(key, set()).update(rule["verbs"])
+    return found
+
+
+def test_default_rbac_lets_the_job_keep_its_incident_history():
+    """incident/history.py reads, creates and replaces ConfigMaps in the history namespace, which holds nothing else."""
+    assert configmap_verbs(OutageOptions.history_namespace) == {None: {"get", "create", "update"}}
+    assert OutageOptions.history_namespace == RecoverOptions.history_namespace != applied.NAMESPACE
+    assert ("Namespace", OutageOptions.history_namespace) in objects(RBAC)
+
+
+def test_the_job_cannot_rewrite_the_applied_profile_its_proofs_read():
+    """Issue 20, item 7: on 08a3975 the history Role's ConfigMap update covered nodeguard-applied-profile."""
+    assert configmap_verbs(applied.NAMESPACE) == {(applied.NAME,): {"get"}}
 
 
 def test_opt_in_role_grants_only_volume_attachment_delete_to_the_service_account():

@@ -108,6 +108,7 @@ class FakeCluster:
         self.config_maps = {}
         self.calls = []
         self.fail_on = {}  # method name -> exception to raise once
+        self.medik8s = {}  # plural -> objects; a plural missing here is not served (no such medik8s operator)
 
     def _maybe_fail(self, name):
         error = self.fail_on.pop(name, None)
@@ -171,15 +172,17 @@ class FakeCluster:
     def get_deployment(self, namespace, name):
         return copy.deepcopy(self.deployments.get((namespace, name)))
 
-    def get_statefulset(self, namespace, name):
-        return None
-
     def list_volume_attachments(self):
         return copy.deepcopy(self.attachments)
 
     def delete_volume_attachment(self, name):
         self.calls.append(("delete_volume_attachment", name))
         self.attachments = [a for a in self.attachments if a["metadata"]["name"] != name]
+
+    def list_medik8s(self, plural):
+        self._maybe_fail("list_medik8s")
+        found = self.medik8s.get(plural)
+        return None if found is None else copy.deepcopy(found)
 
     def get_lease(self, namespace, name):
         return copy.deepcopy(self.leases.get((namespace, name)))

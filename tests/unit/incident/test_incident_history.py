@@ -10,7 +10,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times 
 from incident_fakes import FakeCluster, FakePower, lease, node
 from incident_scenario import options, setup
 
-NS = "nodeguard-system"
+NS = "nodeguard-history"
 
 
 def phases(cluster, name="w3"):

@@ -69,7 +69,7 @@ def test_a_ready_node_with_a_silent_lease_and_its_bmc_off_is_failed_over():
     assert sorted(rec["pods"]["force_deleted"]) == ["app/db-0", "app/web-123-abc"]
     tainted = next(body for _ns, body in cluster.events if body["reason"] == "FailoverTainted")
     assert f"trigger power-event at {event}" in tainted["message"]
-    assert history.read(cluster, "nodeguard-system", "w3")[-1]["power_event"]["time"] == event
+    assert history.read(cluster, "nodeguard-history", "w3")[-1]["power_event"]["time"] == event
     assert result["changed"] and [p["name"] for p in result["proofs"]] == ["lease-silent", "power-off"]
 
 

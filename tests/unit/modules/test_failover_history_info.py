@@ -17,11 +17,11 @@ def test_history_module_returns_the_newest_incidents_with_timelines(run_module, 
     for i in range(3):
         rec = records.new(cluster.nodes["w3"], f"job-{i}", T0 + i * 3600, T0 + i * 3600 - 60)
         rec["phase"] = records.RECOVERED
-        history.upsert(cluster, "nodeguard-system", rec)
+        history.upsert(cluster, "nodeguard-history", rec)
     monkeypatch.setattr(failover_history_info, "cluster_for", lambda module: cluster)
     result = run_module(failover_history_info, {"node": "w3", "last": 2})
     assert not result["failed"] and not result["changed"]
-    assert result["config_map"] == "nodeguard-system/nodeguard-history-w3"
+    assert result["config_map"] == "nodeguard-history/nodeguard-history-w3"
     assert [i["record"]["job"] for i in result["incidents"]] == ["job-1", "job-2"]
     assert all(i["phase"] == records.RECOVERED and i["timeline"] for i in result["incidents"])
 

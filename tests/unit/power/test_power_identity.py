@@ -288,3 +288,18 @@ def test_a_statement_is_read_once():
     reading, verdict = confirm_off(Attestation(["off"]), k8s_node(), clock)
     assert reading.state == "off" and verdict.ok and clock.sleeps == []
     assert "read once" in reading.detail
+
+
+@pytest.mark.parametrize(
+    "placeholder_uuid",
+    [
+        "00000000-0000-0000-0000-000000000000",
+        "FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF",
+        "03000200-0400-0500-0006-000700080009",  # the BIOS placeholder many boards ship
+        "00020003-0004-0005-0006-000700080009",  # the same, in SMBIOS byte order
+    ],
+)
+def test_a_placeholder_uuid_matches_nothing_not_even_itself(placeholder_uuid):
+    assert same_system_uuid(placeholder_uuid, placeholder_uuid) == ""
+    verdict = verify_identity(redfish({"/redfish/v1/Systems/w3": placeholder_uuid}, "w3"), k8s_node(system_uuid=placeholder_uuid))
+    assert not verdict.ok and "is a placeholder, not an identity" in verdict.detail

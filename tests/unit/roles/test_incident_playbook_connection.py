@@ -1,7 +1,12 @@
-"""The incident playbooks turn the user-facing connection variables into the roles' prefixed ones.
+"""The incident playbooks turn the user-facing connection variables into the roles' prefixed ones, from the
+collection's own variables only (issue 20, item 5).
 
-failover_kubeconfig, failover_host, ... win; k8s_kubeconfig (the inventory's) is the kubeconfig's fallback;
-the unprefixed kubernetes.core names (kubeconfig, host, api_key, ...) are still read for one release.
+failover_kubeconfig, failover_host, ... are used; k8s_kubeconfig (the inventory's) is the kubeconfig's fallback.
+Generic names (kubeconfig, context, host, api_key, validate_certs, ...) are never read: on 08a3975 another tool's
+group var ``validate_certs: false`` turned off TLS verification for the remediation token.
+
+(Not module_defaults of group/nodeguard.failover.k8s: the roles pass every connection option themselves, omitted
+when empty, and a task's own option shadows the play's module_defaults even when it templates to omit.)
 """
 
 import os
@@ -9,17 +14,12 @@ import os
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar
-
-try:  # ansible-core 2.19 templates only trusted strings
-    from ansible.template import trust_as_template
-except ImportError:  # older ansible-core: every string is a template
-    def trust_as_template(value):
-        return value
+from ansible.template import Templar, trust_as_template
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 OPTIONS = ("kubeconfig", "context", "host", "api_key", "validate_certs", "ca_cert", "client_cert", "client_key")
 PLAYBOOKS = {"node_outage": "node_outage.yml", "node_recover": "node_recover.yml"}
+NOTHING = dict.fromkeys(OPTIONS, "") | {"validate_certs": None}
 
 
 def wired(role, variables):
@@ -32,21 +32,22 @@ def wired(role, variables):
 
 @pytest.mark.parametrize("role", sorted(PLAYBOOKS))
 def test_nothing_set_passes_nothing(role):
-    assert wired(role, {}) == dict.fromkeys(OPTIONS, "") | {"validate_certs": None}
+    assert wired(role, {}) == NOTHING
 
 
 @pytest.mark.parametrize("role", sorted(PLAYBOOKS))
-def test_the_failover_names_win_over_the_deprecated_and_the_inventory_kubeconfig(role):
+def test_the_failover_names_are_used(role):
     new = {f"failover_{option}": f"new-{option}" for option in OPTIONS} | {"failover_validate_certs": False}
-    old = {option: f"old-{option}" for option in OPTIONS} | {"validate_certs": True}
-    result = wired(role, {**old, **new, "k8s_kubeconfig": "/inventory/admin.kubeconfig"})
+    result = wired(role, {**new, "k8s_kubeconfig": "/inventory/admin.kubeconfig"})
     assert result == {option: f"new-{option}" for option in OPTIONS} | {"validate_certs": False}
 
 
 @pytest.mark.parametrize("role", sorted(PLAYBOOKS))
-def test_the_deprecated_names_still_work_for_one_release(role):
-    old = {option: f"old-{option}" for option in OPTIONS} | {"validate_certs": False}
-    assert wired(role, {**old, "k8s_kubeconfig": "/inventory/admin.kubeconfig"}) == old
+def test_generic_names_set_by_another_tool_are_never_read(role):
+    generic = {option: f"other-tool-{option}" for option in OPTIONS} | {"validate_certs": False}
+    assert wired(role, generic) == NOTHING
+    # next to the collection's own names, they change nothing either
+    assert wired(role, {**generic, "failover_host": "https://api:6443"}) == NOTHING | {"host": "https://api:6443"}
 
 
 @pytest.mark.parametrize("role", sorted(PLAYBOOKS))
