@@ -95,8 +95,12 @@ class RulebookProcess:
     """Starts ansible-rulebook on 127.0.0.1 with the shipped rulebook and vars, plus overrides."""
 
     def __init__(self, workdir: Path, overrides: dict, inventory: Path | None = None, env: dict | None = None,
-                 rulebook: Path = RULEBOOK, default_vars: Path = DEFAULT_VARS, ready_line: str | None = None):
-        """``ready_line``: for a rulebook without a webhook, wait for this line in the log instead of the port."""
+                 rulebook: Path | str = RULEBOOK, default_vars: Path = DEFAULT_VARS, ready_line: str | None = None,
+                 container_image: str | None = None, mounts: tuple[Path, ...] = ()):
+        """``ready_line``: for a rulebook without a webhook, wait for this line in the log instead of the port.
+        ``container_image``: run ansible-rulebook in that decision environment instead of the virtualenv (podman, the
+        host's network, ``workdir`` and ``mounts`` mounted at their own paths, only the NODEGUARD_* variables passed);
+        ``rulebook`` is then usually the FQCN of the rulebook installed in the image."""
         self.workdir = workdir
         self.port = free_port()
         self.token = secrets.token_urlsafe(24)
@@ -125,9 +129,19 @@ class RulebookProcess:
             PYTHONUNBUFFERED="1",
         )
         process_env.update(env or {})
+        self.container = None
+        prefix = [str(VENV_BIN / "ansible-rulebook")]
+        if container_image is not None:
+            self.container = f"nodeguard-de-test-{self.port}"
+            volumes = [f"--volume={path}:{path}:ro" for path in mounts]
+            variables = [f"--env={name}" for name in process_env if name.startswith("NODEGUARD_")]
+            # as the owner of the workdir's 0600 files (the image's entrypoint gives any uid a passwd entry)
+            prefix = ["podman", "run", "--rm", f"--name={self.container}", f"--user={os.getuid()}:{os.getgid()}", "--network=host",
+                      f"--volume={workdir}:{workdir}",
+                      *volumes, *variables, f"--workdir={workdir}", container_image, "ansible-rulebook"]
         self.process = subprocess.Popen(
             [
-                str(VENV_BIN / "ansible-rulebook"),
+                *prefix,
                 "-r",
                 str(rulebook),
                 "-e",
@@ -191,4 +205,6 @@ class RulebookProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.container is not None:
+            subprocess.run(["podman", "rm", "--force", "--time", "0", self.container], capture_output=True, check=False)
         self._log.close()
