@@ -150,7 +150,7 @@ def test_events_resume_with_last_event_id_after_the_bmc_ends_the_stream(source, 
     stop = threading.Event()
     session = FakeSession(
         [
-            Answer(event(1, "w1", "ResourceEvent.1.3.ResourcePoweredOff") + event(2, "w2", "DCPowerOff")),
+            Answer(event(1, "w1", "ResourceEvent.1.3.ResourcePoweredOff") + event(2, "w2", "OpenBMC.0.1.DCPowerOff")),
             Answer(event(3, "w1", "ResourceEvent.1.3.ResourcePoweredOn")),
         ],
         stop,
@@ -262,3 +262,17 @@ def test_the_stream_is_opened_only_on_the_configured_origin(api) -> None:
     for elsewhere in ("https://evil.example/redfish/v1/EventService/SSE", "//evil.example/sse", "http://bmc.example/sse"):
         with pytest.raises(base.PowerError, match="credentials are sent only to the configured origin"):
             session.open_stream(elsewhere, {}, 5)
+
+
+def test_the_source_and_the_webhook_filter_read_one_table_of_power_messages(source) -> None:
+    """One declaration: the SSE source knows exactly the webhook filter's vendor messages (plus nothing of its own),
+    including the registry prefix and major version: a bare key, or one of an unknown major version, is no power event."""
+    from ansible_collections.nodeguard.failover.plugins.module_utils.power import redfish_messages
+
+    for prefix, messages in redfish_messages.POWER_MESSAGES.items():
+        major = redfish_messages.MAJOR_VERSIONS[prefix] or "1"
+        for key, state in messages.items():
+            expected = state if state in ("On", "Off") else None
+            assert source["message_state"](f"{prefix}.{major}.0.{key}") == expected
+    assert source["message_state"]("DCPowerOff") is None
+    assert source["message_state"]("ResourceEvent.2.0.ResourcePoweredOff") is None

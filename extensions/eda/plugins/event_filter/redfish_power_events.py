@@ -90,35 +90,22 @@ EXAMPLES = r"""
 """
 
 
-def _load_names():
-    """The collection's one rule for Kubernetes names (plugins/module_utils/k8s/names.py). ansible-rulebook runs
-    this file by path, outside Ansible's collection loader, so the rule is loaded by path too."""
-    path = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "k8s" / "names.py"
-    spec = importlib.util.spec_from_file_location("nodeguard_k8s_names", path)
+def _load(relative: str, name: str):
+    """A pure module of the collection (plugins/module_utils/<relative>). ansible-rulebook runs this file by path,
+    outside Ansible's collection loader, so the module is loaded by path too."""
+    path = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / relative
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-_names = _load_names()
+_names = _load("k8s/names.py", "nodeguard_k8s_names")  # the collection's one rule for Kubernetes names
+_messages = _load("power/redfish_messages.py", "nodeguard_redfish_messages")  # the vendors' power messages
 
 MAPPING_VARIABLE = "nodeguard_power_event_bmcs"
 TOKEN_HEADER = "X-Nodeguard-Token"
 TOKEN_PURPOSE = b"nodeguard power events\x00"  # keeps these tokens apart from any other use of the key
-# Registry prefix -> message key -> state, from the vendors' public registries (docs/power-events.md). Reset is a
-# host reset without power loss: logged, never acted on.
-POWER_MESSAGES = {
-    "ResourceEvent": {"ResourcePoweredOff": "Off", "ResourcePoweringOff": "PoweringOff", "ResourcePoweredOn": "On"},
-    "OpenBMC": {"DCPowerOff": "Off", "DCPowerOn": "On"},
-    "iLOResourceEvents": {"ServerPoweredOff": "Off", "ServerPoweredOn": "On"},
-    "iLOEvents": {"ServerPoweredOff": "Off", "ServerPoweredOn": "On"},  # iLO 5
-    "IDRAC": {"SYS1001": "Off", "SYS1000": "On", "SYS1003": "Reset"},
-}
-# The registry major versions whose power messages are known: a new major version may change their meaning.
-MAJOR_VERSIONS = {"ResourceEvent": "1", "OpenBMC": "0", "iLOResourceEvents": None, "iLOEvents": None, "IDRAC": None}
-# RegistryPrefix.Major.Minor[.Errata].MessageKey
-MESSAGE_ID = re.compile(r"([A-Za-z]{1,64})\.([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]{1,3})?\.([A-Za-z0-9]{1,64})")
-TEST_NAME, TEST_EVENT_TYPE, TEST_MESSAGE_KEYS = "test event", "TestEvent", ("TestEventLog", "TestEvent")
 EVENT_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 SYSTEM_PATH = re.compile(r"/redfish/v1/Systems/[A-Za-z0-9._:-]{1,128}")
 # RFC 3339, and the offset without its colon (-0800) that iDRAC sends
@@ -220,27 +207,8 @@ def normalised_time(value: Any) -> str:
     return text + "Z"
 
 
-def power_state(message_id: str) -> str:
-    """The state a known power message reports ("Off", "PoweringOff", "On", "Reset"), or "" for any other message."""
-    found = MESSAGE_ID.fullmatch(message_id)
-    if not found:
-        return ""
-    prefix, major, key = found.group(1), found.group(2), found.group(5)
-    if prefix not in POWER_MESSAGES or MAJOR_VERSIONS[prefix] not in (None, major):
-        return ""
-    return POWER_MESSAGES[prefix].get(key, "")
-
-
-def _is_test_event(payload: dict, record: dict) -> bool:
-    """SubmitTestEvent's events, as the vendors mark them: Name or Message "Test Event", EventType TestEvent, or a
-    registry's TestEventLog message."""
-    names = [payload.get("Name"), record.get("Name"), record.get("Message")]
-    if any(isinstance(name, str) and name.strip().lower() == TEST_NAME for name in names):
-        return True
-    if record.get("EventType") == TEST_EVENT_TYPE:
-        return True
-    message_id = record.get("MessageId")
-    return isinstance(message_id, str) and message_id.rsplit(".", 1)[-1] in TEST_MESSAGE_KEYS
+power_state = _messages.power_state
+_is_test_event = _messages.is_test_event
 
 
 def _origin_path(record: dict) -> tuple[str | None, bool]:

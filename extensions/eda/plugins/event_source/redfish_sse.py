@@ -9,7 +9,7 @@ The source connects out to the BMC: no inbound port, no webhook, no subscription
   that keeps its recent events replays what the source missed. Reconnects back off from 1 s to ``reconnect_max``.
 - Client-side filter: a record counts only when its OriginOfCondition is exactly the ComputerSystem of a node
   mapped on this BMC (bmcweb cannot filter a stream by resource, so every system's events arrive) and its
-  MessageId is a power message this source knows (POWER_MESSAGES). Test events never count.
+  MessageId is a power message of a known vendor registry (plugins/module_utils/power/redfish_messages.py, shared with the webhook filter). Test events never count.
 - Fall-back: when the stream cannot be opened, or has sent no event and no keep-alive for ``silence_seconds``,
   the source says so and reads each node's PowerState every ``poll_interval`` seconds until the stream is back.
   Every (re)connection also reads each node once, so a change while the stream was down is not lost.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import importlib.util
 import json
 import logging
 import math
@@ -116,22 +117,22 @@ logger = logging.getLogger("nodeguard.failover.redfish_sse")
 
 SYSTEMS = "/redfish/v1/Systems/"
 EVENT_SERVICE = "/redfish/v1/EventService"
-# The last part of a MessageId (registry.major.minor[.errata].Key, or a bare key) -> the power state it reports.
-# DMTF ResourceEvent 1.3+, OpenBMC's registry, HPE iLO's iLOResourceEvents, Dell iDRAC's SYS registry.
-# PoweringOff is no power state: it is not an event here (bmc_power_poll's rule: only On and Off count).
-POWER_MESSAGES = {
-    "ResourcePoweredOff": "Off",
-    "ResourcePoweredOn": "On",
-    "DCPowerOff": "Off",
-    "DCPowerOn": "On",
-    "ServerPoweredOff": "Off",
-    "ServerPoweredOn": "On",
-    "SYS1001": "Off",
-}
-TEST_EVENT_KEYS = ("SubmitTestEvent", "TestEvent", "TestMessage")
 MAX_LINE = 64 * 1024
 MAX_EVENT = 1024 * 1024
 MAX_RECORDS = 64
+
+
+def _load_messages():
+    """The vendors' power messages and test-event marks: the one table (plugins/module_utils/power/redfish_messages.py,
+    pure Python), which the webhook filter redfish_power_events reads too. Loaded by path, as that filter does."""
+    path = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "power" / "redfish_messages.py"
+    spec = importlib.util.spec_from_file_location("nodeguard_redfish_messages", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_messages = _load_messages()
 
 
 def _import_collection() -> dict[str, Any]:
@@ -171,10 +172,12 @@ def power_event(node: str, state: str, epoch: float, source: str) -> dict[str, A
 
 
 def message_state(message_id: Any) -> str | None:
-    """On or Off for a known power MessageId, else None."""
+    """On or Off for a known power MessageId, else None. PoweringOff and Reset are no power states: not events here
+    (bmc_power_poll's rule: only On and Off count)."""
     if not isinstance(message_id, str) or len(message_id) > 256:
         return None
-    return POWER_MESSAGES.get(message_id.rsplit(".", 1)[-1])
+    state = _messages.power_state(message_id)
+    return state if state in ("On", "Off") else None
 
 
 def origin_path(record: dict) -> str | None:
@@ -189,7 +192,7 @@ def power_changes(payload: Any, systems: dict[str, str]) -> list[tuple[str, str]
     """(node, state) for each record of an Event payload that reports a known power message of a mapped system
     (``systems``: ComputerSystem path -> node). Everything else (other systems, other messages, test events,
     malformed records) is left out; the caller logs how much was left out."""
-    if not isinstance(payload, dict) or payload.get("Name") == "Test Event":
+    if not isinstance(payload, dict):
         return []
     records = payload.get("Events")
     if not isinstance(records, list):
@@ -198,10 +201,9 @@ def power_changes(payload: Any, systems: dict[str, str]) -> list[tuple[str, str]
     for record in records[:MAX_RECORDS]:
         if not isinstance(record, dict):
             continue
-        message_id = record.get("MessageId")
-        if isinstance(message_id, str) and message_id.rsplit(".", 1)[-1] in TEST_EVENT_KEYS:
+        if _messages.is_test_event(payload, record):
             continue
-        state = message_state(message_id)
+        state = message_state(record.get("MessageId"))
         node = systems.get(origin_path(record) or "")
         if state and node:
             found.append((node, state))
