@@ -73,7 +73,9 @@ def test_out_of_service_support_takes_strings_from_the_cluster():
 
 @pytest.mark.parametrize("minor, api, accepted", [
     (35, "kubeadm.k8s.io/v1beta3", True),
-    (36, "kubeadm.k8s.io/v1beta3", False),
+    (36, "kubeadm.k8s.io/v1beta3", True),  # deprecated but read by kubeadm v1.36.3 (its scheme.go registers it)
+    (26, "kubeadm.k8s.io/v1beta2", True),  # the same in v1.26.15
+    (27, "kubeadm.k8s.io/v1beta2", False),
     (30, "kubeadm.k8s.io/v1beta4", False),
     (31, "kubeadm.k8s.io/v1beta4", True),
     (21, "kubeadm.k8s.io/v1beta3", False),
