@@ -114,14 +114,23 @@ def failover_audit_risks(timeline, unaudited_hosts=None, nodes=None, node_hosts=
         raise AnsibleFilterError(f"failover_audit_risks: unreadable input ({error!r})") from error
 
 
+def failover_audit_disagreements(nodes, node_hosts=None):
+    if not isinstance(nodes, dict):
+        raise AnsibleFilterError(f"failover_audit_disagreements: expected host -> {{role, settings}}, got {nodes!r}")
+    try:
+        return report.disagreements(nodes, list(node_hosts or []))
+    except (AttributeError, TypeError) as error:
+        raise AnsibleFilterError(f"failover_audit_disagreements: unreadable input ({error!r})") from error
+
+
 def failover_audit_report(timeline, kubernetes_default=None, facts=None, risks=None, applied=None, disagreements=None,
-                          settings_per_node=None, generated_at="", fail_on="none", path=""):
+                          nodes=None, generated_at="", fail_on="none", path=""):
     for name, value in (("the input", timeline), ("kubernetes_default", kubernetes_default), ("facts", facts)):
         if not isinstance(value, dict):
             raise AnsibleFilterError(f"failover_audit_report: {name} must be a mapping, got {value!r}")
     try:
         return report.build(timeline, kubernetes_default, facts, risks or [], applied or None, disagreements or [],
-                            settings_per_node or {}, str(generated_at or ""), str(fail_on or "none"), str(path or ""))
+                            nodes or {}, str(generated_at or ""), str(fail_on or "none"), str(path or ""))
     except ProfileError as error:
         raise AnsibleFilterError(str(error)) from error
     except (KeyError, TypeError, ValueError) as error:
@@ -141,6 +150,7 @@ class FilterModule:
             "failover_distribution": failover_distribution,
             "failover_audit_risks": failover_audit_risks,
             "failover_audit_report": failover_audit_report,
+            "failover_audit_disagreements": failover_audit_disagreements,
             "failover_rollback_plan": failover_rollback_plan,
             "failover_processes_with_flags": failover_processes_with_flags,
         }

@@ -17,6 +17,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets i
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.risks import SEVERITIES
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import LABELS, format_seconds, timeline_table
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import EVENTS
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, CONTROLLER_MANAGER, CONTROLLER_MANAGER_GATES
 
 NO_GATE = "none"
 FAIL_ON_CHOICES = (NO_GATE, *SEVERITIES)
@@ -24,6 +25,10 @@ FAIL_ON_CHOICES = (NO_GATE, *SEVERITIES)
 KINDS = ("risk", "drift", "disagreement")
 # Hosts named on one screen line; the rest are counted (the JSON report names them all).
 HOSTS_SHOWN = 3
+# Sections only control-plane hosts carry: compared across control-plane hosts only (kubelet and sysctl across all nodes).
+CONTROL_PLANE_SECTIONS = (CONTROLLER_MANAGER, CONTROLLER_MANAGER_GATES, APISERVER)
+# What a host that does not set a setting shows in a disagreement.
+UNSET = "(default)"
 
 
 def _hosts(hosts) -> str:
@@ -36,6 +41,30 @@ def _retune(applied) -> str:
     """The tune-failover run that puts the recorded profile back (the default preset when none was recorded)."""
     preset = (applied or {}).get("preset") if (applied or {}).get("recorded") else None
     return f"tune-failover -e failover_preset={preset or DEFAULT_PRESET}"
+
+
+def _flat(settings) -> dict:
+    """One level: "section name" -> the value as text, for comparing hosts."""
+    return {f"{section} {name}": str(value) for section, values in (settings or {}).items() if isinstance(values, dict)
+            for name, value in values.items()}
+
+
+def disagreements(nodes: dict, node_hosts) -> list:
+    """Settings whose value differs across hosts: ``[{setting, values: {host: value}}]``, sorted by setting.
+
+    ``nodes`` maps each audited host to ``{role, settings}`` (failover_node_info); ``node_hosts`` are the cluster's
+    nodes (control_plane and workers). Control-plane sections are compared across the hosts whose role is
+    control_plane, the rest across ``node_hosts``; a host that does not set a setting shows ``(default)``.
+    """
+    flats = {host: _flat((node or {}).get("settings")) for host, node in (nodes or {}).items()}
+    control_plane = [host for host, node in (nodes or {}).items() if (node or {}).get("role") == "control_plane"]
+    found = []
+    for setting in sorted({key for flat in flats.values() for key in flat}):
+        hosts = control_plane if setting.split(" ")[0] in CONTROL_PLANE_SECTIONS else list(node_hosts or [])
+        values = [flats.get(host, {}).get(setting) or UNSET for host in hosts]
+        if len(set(values)) > 1:
+            found.append({"setting": setting, "values": dict(zip(hosts, values))})
+    return found
 
 
 def drift_findings(applied) -> list:
@@ -168,12 +197,13 @@ def markdown(report: dict) -> str:
     return "\n".join(out)
 
 
-def build(current: dict, stock: dict, facts: dict, risks, applied=None, disagreements=(), settings_per_node=None,
+def build(current: dict, stock: dict, facts: dict, risks, applied=None, disagreements=(), nodes=None,
           generated_at: str = "", fail_on: str = NO_GATE, path: str = "") -> dict:
     """The whole report and its renderings.
 
     ``current`` is the cluster's audit timeline and ``stock`` the same version's Kubernetes defaults (both from
-    failover_timeline); ``applied`` is failover_profile_drift's answer, or None when the API was not read.
+    failover_timeline); ``applied`` is failover_profile_drift's answer, or None when the API was not read; ``nodes``
+    maps each audited host to what failover_node_info read (its ``settings`` go into the report).
     """
     found = findings(risks, applied, disagreements)
     stock = dict(stock, preset="kubernetes-default")
@@ -192,7 +222,7 @@ def build(current: dict, stock: dict, facts: dict, risks, applied=None, disagree
         "kubernetes_default_timeline": stock,
         "applied": applied,
         "disagreements": list(disagreements or []),
-        "settings_per_node": settings_per_node or {},
+        "settings_per_node": {host: (node or {}).get("settings") or {} for host, node in (nodes or {}).items()},
     }
     return {"report": report, "screen": screen(report), "json": json.dumps(report, indent=2) + "\n",
             "markdown": markdown(report), "files": report["files"], "gate": report["gate"]}

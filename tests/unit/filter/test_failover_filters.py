@@ -177,3 +177,12 @@ def test_audit_report_filter_refuses_an_unknown_gate(render):
     with pytest.raises(AnsibleError, match=r"\[unknown-severity\] audit_fail_on='critical'"):
         render("current | nodeguard.failover.failover_audit_report(kubernetes_default=current, facts=facts, fail_on='critical')",
                current=current)
+
+
+def test_audit_disagreements_filter(render):
+    nodes = {"cp1": {"role": "control_plane", "settings": {"kubelet": {"nodeLeaseDurationSeconds": 12}}},
+             "w1": {"role": "node", "settings": {"kubelet": {}}}}
+    assert render("nodes | nodeguard.failover.failover_audit_disagreements(['cp1', 'w1'])", nodes=nodes) == [
+        {"setting": "kubelet nodeLeaseDurationSeconds", "values": {"cp1": "12", "w1": "(default)"}}]
+    with pytest.raises(AnsibleError, match=r"expected host -> \{role, settings\}"):
+        render("['cp1'] | nodeguard.failover.failover_audit_disagreements([])")

@@ -25,7 +25,7 @@ def demo(applied=None, disagreements=(), fail_on="none", path="/tmp/audit/report
     found = risks.audit_risks(current, endpoints=ONE_APISERVER, kubelet_servers=KUBELETS, pods=list(pods),
                               preset=(applied or {}).get("preset") or "balanced")
     return report.build(current, audit_timeline({}, FACTS), FACTS, found, applied, disagreements,
-                        {"cp1": {"kubelet": {}}}, "2026-11-26T02:31:15Z", fail_on, path)
+                        {"cp1": {"role": "control_plane", "settings": {"kubelet": {}}}}, "2026-11-26T02:31:15Z", fail_on, path)
 
 
 def test_every_risk_has_a_known_severity_a_summary_and_a_fix():
@@ -163,3 +163,24 @@ def test_without_the_api_the_report_says_so():
 def test_a_finding_with_an_unknown_severity_is_refused():
     with pytest.raises(ProfileError, match="unknown-severity"):
         report.findings([{"risk": "x", "severity": "critical", "summary": "s", "fix": "f"}])
+
+
+def test_disagreements_compare_control_plane_flags_on_control_plane_hosts_and_the_rest_on_every_node():
+    nodes = {
+        "cp1": {"role": "control_plane", "settings": {
+            "kube_controller_manager": {"node-monitor-grace-period": "20s"},
+            "kubelet": {"nodeLeaseDurationSeconds": 12}, "sysctl": {"net.ipv4.tcp_retries2": "8"}}},
+        "cp2": {"role": "control_plane", "settings": {
+            "kube_controller_manager": {"node-monitor-grace-period": "50s"},
+            "kubelet": {"nodeLeaseDurationSeconds": 12}, "sysctl": {"net.ipv4.tcp_retries2": "8"}}},
+        "w1": {"role": "node", "settings": {"kubelet": {}, "sysctl": {"net.ipv4.tcp_retries2": "8"}}},
+        "rke1-config": {"role": "node", "settings": {"kube_controller_manager": {"node-monitor-grace-period": "9s"}}},
+    }
+    assert report.disagreements(nodes, ["cp1", "cp2", "w1"]) == [
+        {"setting": "kube_controller_manager node-monitor-grace-period", "values": {"cp1": "20s", "cp2": "50s"}},
+        {"setting": "kubelet nodeLeaseDurationSeconds", "values": {"cp1": "12", "cp2": "12", "w1": "(default)"}},
+    ]
+    same = {"cp1": nodes["cp1"], "w1": {"role": "node", "settings": {"kubelet": {"nodeLeaseDurationSeconds": 12},
+                                                                      "sysctl": {"net.ipv4.tcp_retries2": "8"}}}}
+    assert report.disagreements(same, ["cp1", "w1"]) == []
+    assert report.disagreements({}, []) == []
