@@ -32,7 +32,7 @@ SEVERITIES = ("low", "medium", "high")
 LOW_WARNINGS = ("tcp-retries-rfc1122",)
 # Rule fixes beyond "tune with a preset": what the preset cannot do for you.
 RULE_FIXES = {
-    "http2-health-check": "set the kubelet environment the profile gives (kubelet_heartbeat role, kubelet_environment)",
+    "http2-health-check": "give the kubelet the profile's kubelet_environment (kubelet_heartbeat role)",
 }
 
 
@@ -185,16 +185,23 @@ def toleration_risks(pods, timeline: dict, max_examples: int = 20) -> list:
                         "the old value until they are recreated."}]
 
 
+def _first_clause(message: str, limit: int = 60) -> str:
+    """The start of a rule's message, for one screen line: up to its first ':', ';' or ', or', at most ``limit``."""
+    cut = min([index for index in (message.find(sep) for sep in (": ", "; ", ", or ")) if index > 0] + [len(message)])
+    text = message[:cut]
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
 def rule_risks(timeline: dict, preset: str = DEFAULT_PRESET) -> list:
     """The model's broken rules and warnings for the settings the cluster runs; the fix names ``preset``."""
     retune = f"tune-failover -e failover_preset={preset}"
     found = [{"risk": "inconsistent-settings", "rule": v["rule"], "severity": "high", "message": v["message"],
-              "summary": f"rule {v['rule']} broken", "fix": RULE_FIXES.get(v["rule"], retune)}
+              "summary": f"{v['rule']}: {_first_clause(v['message'])}", "fix": RULE_FIXES.get(v["rule"], retune)}
              for v in timeline.get("violations") or []]
     found += [{"risk": "model-warning", "rule": w["rule"], "message": w["message"],
                "severity": "low" if w["rule"] in LOW_WARNINGS else "medium",
-               "summary": f"warning {w['rule']}",
-               "fix": RULE_FIXES.get(w["rule"], "accepted by the preset; see docs/settings.md (rules)")}
+               "summary": f"{w['rule']}: {_first_clause(w['message'])}",
+               "fix": RULE_FIXES.get(w["rule"], "none if chosen: a preset's trade-off (docs/settings.md)")}
               for w in timeline.get("warnings") or []]
     return found
 
