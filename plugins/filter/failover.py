@@ -13,7 +13,9 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import rollback_plan
-from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, risks
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, report
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import risks as risk_rules
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import timeline_table
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags, kubelet
@@ -102,14 +104,37 @@ def failover_profile_drift(configmap, nodes, kubernetes_version):
 
 
 def failover_audit_risks(timeline, unaudited_hosts=None, nodes=None, node_hosts=None, endpoints=None,
-                         kubelet_servers=None, pods=None, max_examples=20):
+                         kubelet_servers=None, pods=None, max_examples=20, preset=None):
     if not isinstance(timeline, dict):
         raise AnsibleFilterError(f"failover_audit_risks: expected the failover_timeline of the cluster, got {timeline!r}")
     try:
-        return risks.audit_risks(timeline, unaudited_hosts or [], nodes or [], node_hosts or [], endpoints or [],
-                                 kubelet_servers or [], pods or [], int(max_examples))
+        return risk_rules.audit_risks(timeline, unaudited_hosts or [], nodes or [], node_hosts or [], endpoints or [],
+                                 kubelet_servers or [], pods or [], int(max_examples), preset or DEFAULT_PRESET)
     except (KeyError, TypeError, ValueError) as error:
         raise AnsibleFilterError(f"failover_audit_risks: unreadable input ({error!r})") from error
+
+
+def failover_audit_disagreements(nodes, node_hosts=None):
+    if not isinstance(nodes, dict):
+        raise AnsibleFilterError(f"failover_audit_disagreements: expected host -> {{role, settings}}, got {nodes!r}")
+    try:
+        return report.disagreements(nodes, list(node_hosts or []))
+    except (AttributeError, TypeError) as error:
+        raise AnsibleFilterError(f"failover_audit_disagreements: unreadable input ({error!r})") from error
+
+
+def failover_audit_report(timeline, kubernetes_default=None, facts=None, risks=None, applied=None, disagreements=None,
+                          nodes=None, generated_at="", fail_on="none", path=""):
+    for name, value in (("the input", timeline), ("kubernetes_default", kubernetes_default), ("facts", facts)):
+        if not isinstance(value, dict):
+            raise AnsibleFilterError(f"failover_audit_report: {name} must be a mapping, got {value!r}")
+    try:
+        return report.build(timeline, kubernetes_default, facts, risks or [], applied or None, disagreements or [],
+                            nodes or {}, str(generated_at or ""), str(fail_on or "none"), str(path or ""))
+    except ProfileError as error:
+        raise AnsibleFilterError(str(error)) from error
+    except (KeyError, TypeError, ValueError) as error:
+        raise AnsibleFilterError(f"failover_audit_report: unreadable input ({error!r})") from error
 
 
 class FilterModule:
@@ -124,6 +149,8 @@ class FilterModule:
             "failover_profile_drift": failover_profile_drift,
             "failover_distribution": failover_distribution,
             "failover_audit_risks": failover_audit_risks,
+            "failover_audit_report": failover_audit_report,
+            "failover_audit_disagreements": failover_audit_disagreements,
             "failover_rollback_plan": failover_rollback_plan,
             "failover_processes_with_flags": failover_processes_with_flags,
         }

@@ -129,9 +129,12 @@ class KubeadmApi(NamedTuple):
     extra_args: str  # "map" ({name: value}) or "list" ([{name, value}])
 
 
+# Read ranges from kubeadm's scheme (cmd/kubeadm/app/apis/kubeadm/scheme/scheme.go): v1beta2 is still registered
+# (deprecated, a warning) in v1.26.15 and gone in v1.27.16; v1beta3 still registered in v1.36.3 and gone in v1.37.2,
+# which names it among the old APIs (cmd/kubeadm/app/util/config/common.go validateSupportedVersion).
 KUBEADM_APIS = (
-    KubeadmApi("kubeadm.k8s.io/v1beta2", (1, 15), (1, 25), (1, 15), "map"),
-    KubeadmApi("kubeadm.k8s.io/v1beta3", (1, 22), (1, 35), (1, 22), "map"),
+    KubeadmApi("kubeadm.k8s.io/v1beta2", (1, 15), (1, 26), (1, 15), "map"),
+    KubeadmApi("kubeadm.k8s.io/v1beta3", (1, 22), (1, 36), (1, 22), "map"),
     KubeadmApi("kubeadm.k8s.io/v1beta4", (1, 31), (1, 99), (1, 31), "list"),
 )
 KUBEADM_API_BY_VERSION = {api.api_version: api for api in KUBEADM_APIS}

@@ -3,7 +3,8 @@
 """The audit's known risks: what audit-failover reports beyond the settings themselves.
 
 Each rule reads plain data (the current timeline, Node, Endpoints and Pod objects as the API returns
-them, the kubelets' API server URLs) and returns ``{"risk", "severity", "message", ...}`` entries.
+them, the kubelets' API server URLs) and returns ``{"risk", "severity", "summary", "fix", "message", ...}``
+entries: ``summary`` is the one line the report prints, ``fix`` what to change, ``message`` the full story.
 docs/audit-failover.md explains every risk and what to do about it.
 """
 
@@ -12,6 +13,8 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import STOCK as STOCK_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, kubernetes_defaults
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import NEWEST_SUPPORTED, Version
 
@@ -22,6 +25,15 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # the apiserver's default-unreachable-toleration-seconds when nobody sets it (the same in every version)
 STOCK_UNREACHABLE_TOLERATION_SECONDS = kubernetes_defaults(Version(*NEWEST_SUPPORTED, 0)).unreachable_toleration_seconds
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+# Severities, lowest first. low: a trade-off a preset makes on purpose; medium: failover slower or less safe than
+# the timeline says; high: a failure the cluster cannot fail over from, or settings that contradict each other.
+SEVERITIES = ("low", "medium", "high")
+# Model warnings that are trade-offs a preset makes knowingly; every other warning is medium.
+LOW_WARNINGS = ("tcp-retries-rfc1122",)
+# Rule fixes beyond "tune with a preset": what the preset cannot do for you.
+RULE_FIXES = {
+    "http2-health-check": "give the kubelet the profile's kubelet_environment (kubelet_heartbeat role)",
+}
 
 
 def _minor(text):
@@ -35,6 +47,8 @@ def unaudited(hosts) -> list:
     if not hosts:
         return []
     return [{"risk": "nodes-not-audited", "severity": "high", "nodes": hosts,
+             "summary": f"not audited (unreachable or failed): {', '.join(hosts)}",
+             "fix": "make these hosts reachable (connection, python3, privileges) and audit again",
              "message": "these hosts could not be read (unreachable or failed): their settings are unknown"}]
 
 
@@ -55,15 +69,21 @@ def kubelet_risks(versions: dict) -> list:
         if version < (1, 11):
             message = (f"kubelet {raw} predates PR #63492: it keeps a dead connection to a failed load balancer "
                        "and the node goes NotReady until the kernel gives up (tcp_retries2)")
-            found.append({"risk": "kubelet-dead-connection", "severity": "high", "node": node, "message": message})
+            found.append({"risk": "kubelet-dead-connection", "severity": "high", "node": node, "message": message,
+                          "summary": f"{node}: kubelet {raw} keeps a dead API connection open",
+                          "fix": "upgrade the kubelet (1.11 or later)"})
         elif (1, 14) <= version < (1, 15):
             message = (f"kubelet {raw}: 1.14 lost the close-connections-on-heartbeat-failure fix when client certificate "
                        "rotation is off (PR #71174); fixed by PR #78016 (1.14 cherry-pick #78281): check the patch release")
-            found.append({"risk": "kubelet-dead-connection", "severity": "high", "node": node, "message": message})
+            found.append({"risk": "kubelet-dead-connection", "severity": "high", "node": node, "message": message,
+                          "summary": f"{node}: kubelet {raw} may keep a dead API connection open",
+                          "fix": "upgrade the kubelet (1.14: a patch release with PR #78016)"})
         elif version < (1, 19):
             message = (f"kubelet {raw} has no client-go HTTP/2 health check (PR #95981, 1.20, backport 1.19): "
                        "a silently dead API connection is noticed only by the kernel")
-            found.append({"risk": "kubelet-no-http2-health-check", "severity": "medium", "node": node, "message": message})
+            found.append({"risk": "kubelet-no-http2-health-check", "severity": "medium", "node": node, "message": message,
+                          "summary": f"{node}: kubelet {raw} has no HTTP/2 health check",
+                          "fix": "upgrade the kubelet (1.19 or later); until then a preset lowers net.ipv4.tcp_retries2"})
     return found
 
 
@@ -83,16 +103,22 @@ def endpoint_risks(ips: list, kubelet_servers) -> list:
     found = []
     if len(ips) == 1:
         found.append({"risk": "single-apiserver", "severity": "high",
+                      "summary": f"one API server ({ips[0]}): the control plane has no failover",
+                      "fix": "run three control-plane nodes behind a VIP or load balancer",
                       "message": f"the kubernetes Service has one endpoint ({ips[0]}): one API server, no failover for the control plane"})
     servers = sorted({urlsplit(url).hostname for url in kubelet_servers or [] if url and urlsplit(url).hostname})
     if len(servers) == 1 and servers[0] not in LOOPBACK:
         server = servers[0]
         if server in ips and len(ips) > 1:
             found.append({"risk": "kubelets-on-one-apiserver", "severity": "high",
+                          "summary": f"every kubelet talks to the API server {server}, not to a VIP",
+                          "fix": "point the kubelets' kubeconfig server at a VIP or load balancer over every API server",
                           "message": f"every kubelet talks to {server}, one of the API servers, not a VIP or load balancer: "
                                      "if that node dies every node goes NotReady"})
         else:
             found.append({"risk": "single-apiserver-address", "severity": "medium",
+                          "summary": f"every kubelet talks to one address, {server}",
+                          "fix": f"make {server} a highly available VIP or load balancer",
                           "message": f"every kubelet talks to one address, {server}: make sure it is a highly available VIP or "
                                      "load balancer; its failover leaves dead connections that only the HTTP/2 health check "
                                      "or tcp_retries2 ends"})
@@ -112,6 +138,9 @@ def one_address_outage_risks(timeline: dict, kubelet_servers) -> list:
     if len(servers) != 1 or servers[0] in LOOPBACK or seconds >= STOCK_UNREACHABLE_TOLERATION_SECONDS:
         return []
     return [{"risk": "short-tolerations-one-address", "severity": "medium",
+             "summary": f"pods tolerate unreachable for {seconds} s, every kubelet uses {servers[0]}",
+             "fix": f"make {servers[0]} redundant, or preset {STOCK_PRESET} ({STOCK_UNREACHABLE_TOLERATION_SECONDS} s) "
+                    "and the power-event path",
              "message": f"every kubelet talks to {servers[0]} and pods tolerate unreachable for {seconds} s: if that address "
                         "stops forwarding for longer, pods can be deleted although no node died (the controller-manager's "
                         "full disruption mode does not always lift the first node's taint). Make the address redundant, or "
@@ -149,24 +178,40 @@ def toleration_risks(pods, timeline: dict, max_examples: int = 20) -> list:
         return []
     pods_count = len({entry["pod"] for entry in overridden})
     return [{"risk": "tolerations-overridden", "severity": "medium", "examples": overridden[:max_examples],
+             "summary": f"{pods_count} pods tolerate not-ready/unreachable other than the cluster default",
+             "fix": "recreate them (kubectl rollout restart) or fix their tolerations (names in the JSON report)",
              "message": f"{pods_count} pods tolerate not-ready/unreachable for other than the default seconds or without "
                         "limit; they leave a dead node later (or never). Pods created before a change of the defaults keep "
                         "the old value until they are recreated."}]
 
 
-def rule_risks(timeline: dict) -> list:
-    """The model's broken rules and warnings for the settings the cluster runs."""
-    found = [{"risk": "inconsistent-settings", "rule": v["rule"], "severity": "high", "message": v["message"]}
+def _first_clause(message: str, limit: int = 60) -> str:
+    """The start of a rule's message, for one screen line: up to its first ':', ';' or ', or', at most ``limit``."""
+    cut = min([index for index in (message.find(sep) for sep in (": ", "; ", ", or ")) if index > 0] + [len(message)])
+    text = message[:cut]
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def rule_risks(timeline: dict, preset: str = DEFAULT_PRESET) -> list:
+    """The model's broken rules and warnings for the settings the cluster runs; the fix names ``preset``."""
+    retune = f"tune-failover -e failover_preset={preset}"
+    found = [{"risk": "inconsistent-settings", "rule": v["rule"], "severity": "high", "message": v["message"],
+              "summary": f"{v['rule']}: {_first_clause(v['message'])}", "fix": RULE_FIXES.get(v["rule"], retune)}
              for v in timeline.get("violations") or []]
-    found += [{"risk": "model-warning", "rule": w["rule"], "severity": "medium", "message": w["message"]}
+    found += [{"risk": "model-warning", "rule": w["rule"], "message": w["message"],
+               "severity": "low" if w["rule"] in LOW_WARNINGS else "medium",
+               "summary": f"{w['rule']}: {_first_clause(w['message'])}",
+               "fix": RULE_FIXES.get(w["rule"], "none if chosen: a preset's trade-off (docs/settings.md)")}
               for w in timeline.get("warnings") or []]
     return found
 
 
 def audit_risks(timeline: dict, unaudited_hosts=(), nodes=(), node_hosts=(), endpoints=(), kubelet_servers=(),
-                pods=(), max_examples: int = 20) -> list:
-    """Every known risk, in report order: unaudited hosts, kubelets, API server endpoints, tolerations, rules."""
+                pods=(), max_examples: int = 20, preset: str = DEFAULT_PRESET) -> list:
+    """Every known risk, in report order: unaudited hosts, kubelets, API server endpoints, tolerations, rules.
+
+    ``preset`` is the one a fix for broken rules names: the applied one when tune-failover recorded it."""
     versions = kubelet_versions(nodes, node_hosts, timeline.get("kubernetes_version", ""))
     return (unaudited(unaudited_hosts) + kubelet_risks(versions)
             + endpoint_risks(endpoint_ips(endpoints), kubelet_servers) + one_address_outage_risks(timeline, kubelet_servers)
-            + toleration_risks(pods, timeline, max_examples) + rule_risks(timeline))
+            + toleration_risks(pods, timeline, max_examples) + rule_risks(timeline, preset))

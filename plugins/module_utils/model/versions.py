@@ -15,7 +15,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.distributions i
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 
 OLDEST_SUPPORTED = (1, 18)
-NEWEST_SUPPORTED = (1, 36)
+NEWEST_SUPPORTED = (1, 37)
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+].*)?$")
 

@@ -36,6 +36,19 @@ def ansible_playbook(lab, playbook: str, *args: str, check: bool = False) -> sub
     return subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=1200, check=False)
 
 
+def audit_screen(stdout: str) -> list[str]:
+    """The lines audit-failover's Report task printed (JSON result format)."""
+    task = stdout.index("failover_audit : Report]")
+    start = stdout.index("=> {", task) + len("=> ")
+    return json.JSONDecoder().raw_decode(stdout[start:])[0]["msg"]
+
+
+def assert_sorted_by_severity(lines: list[str]) -> None:
+    ranks = {"HIGH": 0, "MEDIUM": 1, "LOW": 2}
+    found = [ranks[line.split()[0]] for line in lines if line.split()[:1] and line.split()[0] in ranks]
+    assert found == sorted(found), lines
+
+
 def configmap(lab, namespace: str, name: str) -> dict | None:
     result = lab.kubectl("get", "configmap", "-n", namespace, name, "-o", "json", check=False)
     return json.loads(result.stdout) if result.returncode == 0 else None
@@ -85,8 +98,44 @@ def restore_bytes(lab, kubelet: dict, kubeadm: dict) -> None:
     lab.reset_lab()
 
 
+def test_audit_of_the_stock_lab_prints_its_findings_first_and_gates_on_high(lab, tmp_path):
+    """The user's first audit: a short report, the one API server on top, and -e audit_fail_on=high fails the run."""
+    assert configmap(lab, RECORD_NAMESPACE, RECORD_NAME) is None, "the lab must start untuned (no applied profile)"
+    report_file = tmp_path / "stock.json"
+    audit = ansible_playbook(lab, "audit-failover.yml", "-e", "audit_fail_on=high", "-e", f"audit_report_path={report_file}")
+    assert audit.returncode != 0, audit.stdout
+    screen = audit_screen(audit.stdout)
+    report = json.loads(report_file.read_text())
+    (apiserver,) = [a["ip"] for e in [json.loads(lab.kubectl("get", "endpoints", "kubernetes", "-o", "json").stdout)]
+                    for s in e["subsets"] for a in s["addresses"]]
+    assert screen[:7] == [
+        f"failover audit of kubeadm {report['kubernetes_version']}, {len(nodes(lab))} nodes: no applied profile "
+        f"(ConfigMap {RECORD_NAMESPACE}/{RECORD_NAME} does not exist): the cluster was never tuned by tune-failover",
+        "findings: 2 high, 1 medium, 0 low (audit_fail_on=high)",
+        f"HIGH    single-apiserver: one API server ({apiserver}): the control plane has no failover -> fix: run three "
+        "control-plane nodes behind a VIP or load balancer",
+        # Stock Kubernetes breaks the model's heartbeat-retries rule (docs/settings.md, presets).
+        "HIGH    inconsistent-settings: heartbeat-retries: node-monitor-grace-period 50s must be longer than 5 ... "
+        "-> fix: tune-failover -e failover_preset=balanced",
+        f"MEDIUM  single-apiserver-address: every kubelet talks to one address, {apiserver} -> fix: make {apiserver} "
+        "a highly available VIP or load balancer",
+        "seconds after power-off                     k8s default  this cluster",
+        "node NotReady                               47.5s        47.5s",
+    ], screen
+    assert_sorted_by_severity(screen)
+    assert screen[-1] == f"full report: {report_file} (Markdown: {tmp_path / 'stock.md'})"
+    assert len(screen) <= 40, screen
+    # The gate names what failed; the files hold everything.
+    assert (f"audit_fail_on=high: 2 findings at or above high: high single-apiserver (one API server ({apiserver}): "
+            "the control plane has no failover); high inconsistent-settings (heartbeat-retries: ") in audit.stdout + audit.stderr
+    assert report["gate"] == {"fail_on": "high", "passed": False, "failing": ["single-apiserver", "inconsistent-settings"],
+                              "message": report["gate"]["message"]}
+    assert set(report["settings_per_node"]) == set(nodes(lab))
+    assert (tmp_path / "stock.md").read_text().startswith(f"# Failover audit: kubeadm {report['kubernetes_version']}")
+
+
 @pytest.mark.changes_control_plane
-def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_stock):
+def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_stock, tmp_path):
     victim = lab.worker_names()[0]
 
     never = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}", check=True)
@@ -100,10 +149,19 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
     assert record["remediation"] == {"not_ready_seconds": 20, "lease_margin_seconds": 10}
     assert record["kubernetes_version"] == "1.35.4" and record["applied_at"]
 
-    audit = ansible_playbook(lab, "audit-failover.yml")
+    # The demo lab (make demo): tuned fast. The audit passes (no gate by default) and prints its short report.
+    report_file = tmp_path / "fast.json"
+    audit = ansible_playbook(lab, "audit-failover.yml", "-e", f"audit_report_path={report_file}")
     assert audit.returncode == 0, audit.stdout + audit.stderr
-    assert "applied profile 'fast' (" in audit.stdout and "every node runs it" in audit.stdout, audit.stdout
-    assert '"drift": []' in audit.stdout, audit.stdout
+    screen = audit_screen(audit.stdout)
+    assert screen[0].startswith(f"failover audit of kubeadm 1.35.4, {len(nodes(lab))} nodes: applied profile 'fast' (")
+    assert screen[0].endswith("every node runs it"), screen
+    assert screen[1].startswith("findings: 1 high, "), screen
+    assert screen[2].startswith("HIGH    single-apiserver: one API server ("), screen
+    assert_sorted_by_severity(screen)
+    assert "node NotReady                               47.5s        4.1s" in screen, screen
+    assert len(screen) <= 40, screen
+    assert json.loads(report_file.read_text())["applied"]["drift"] == []
 
     lab.power_off(victim)
     lab.wait_for(lambda: not lab.node_ready(victim), timeout=60, what=f"{victim} NotReady")

@@ -156,3 +156,33 @@ def test_processes_with_flags_names_the_component_in_an_unreadable_flag(render):
     with pytest.raises(AnsibleError, match="kube-controller-manager: give flag '--x' without leading dashes"):
         render("lines | nodeguard.failover.failover_processes_with_flags({'--x': '1'}, 'kube-controller-manager')",
                lines=CONTROLLER_MANAGER_LINES)
+
+
+def test_audit_report_filter_sorts_and_gates(render):
+    current = render("{} | nodeguard.failover.failover_timeline(facts)")
+    risks = [{"risk": "model-warning", "severity": "low", "summary": "warning x", "fix": "none", "message": "m"},
+             {"risk": "single-apiserver", "severity": "high", "summary": "one API server", "fix": "add two", "message": "m"}]
+    built = render("current | nodeguard.failover.failover_audit_report(kubernetes_default=current, facts=facts, "
+                   "risks=risks, generated_at='2026-11-26T02:31:15Z', fail_on='high', path='/tmp/a.json')",
+                   current=current, risks=risks)
+    assert built["screen"][2:4] == ["HIGH    single-apiserver: one API server -> fix: add two",
+                                    "LOW     model-warning: warning x -> fix: none"]
+    assert built["files"] == {"json": "/tmp/a.json", "markdown": "/tmp/a.md"}
+    assert built["gate"]["failing"] == ["single-apiserver"] and not built["gate"]["passed"]
+    assert json.loads(built["json"])["findings"][0]["name"] == "single-apiserver"
+
+
+def test_audit_report_filter_refuses_an_unknown_gate(render):
+    current = render("{} | nodeguard.failover.failover_timeline(facts)")
+    with pytest.raises(AnsibleError, match=r"\[unknown-severity\] audit_fail_on='critical'"):
+        render("current | nodeguard.failover.failover_audit_report(kubernetes_default=current, facts=facts, fail_on='critical')",
+               current=current)
+
+
+def test_audit_disagreements_filter(render):
+    nodes = {"cp1": {"role": "control_plane", "settings": {"kubelet": {"nodeLeaseDurationSeconds": 12}}},
+             "w1": {"role": "node", "settings": {"kubelet": {}}}}
+    assert render("nodes | nodeguard.failover.failover_audit_disagreements(['cp1', 'w1'])", nodes=nodes) == [
+        {"setting": "kubelet nodeLeaseDurationSeconds", "values": {"cp1": "12", "w1": "(default)"}}]
+    with pytest.raises(AnsibleError, match=r"expected host -> \{role, settings\}"):
+        render("['cp1'] | nodeguard.failover.failover_audit_disagreements([])")

@@ -42,3 +42,15 @@ def test_roles_take_paths_and_services_from_the_table(path):
     for spelled in ("/var/lib/rancher/", "rke2-agent", "k3s-agent", "kubecfg-kube-node", "/etc/kubernetes/pki/ca.crt",
                     "kubelet.kubeconfig"):
         assert spelled not in text, f"{path} spells {spelled!r}; use the failover_distribution filter"
+
+
+@pytest.mark.parametrize("minor, api, reads", [
+    # kubeadm's scheme: v1beta2 registered (deprecated) in v1.26.15, gone in v1.27.16;
+    # v1beta3 registered (deprecated) in v1.36.3, gone in v1.37.2 (an "old API spec" error there).
+    ((1, 26), "v1beta2", True), ((1, 27), "v1beta2", False),
+    ((1, 36), "v1beta3", True), ((1, 37), "v1beta3", False),
+    ((1, 30), "v1beta4", False), ((1, 31), "v1beta4", True), ((1, 37), "v1beta4", True),
+])
+def test_kubeadm_reads_each_api_until_the_minor_that_drops_it(minor, api, reads):
+    entry = distributions.kubeadm_api("kubeadm.k8s.io/" + api)
+    assert (entry.first <= minor <= entry.last) is reads

@@ -12,12 +12,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model import ve
     ("1.29", (1, 29, 0)),
     (" v1.18.20 ", (1, 18, 20)),
     ("v1.36.0-rc.1", (1, 36, 0)),
+    ("v1.37.2", (1, 37, 2)),
 ])
 def test_parse_version(text, expected):
     assert tuple(v.parse_version(text)) == expected
 
 
-@pytest.mark.parametrize("text", ["1.17.9", "1.37.0", "2.0.0", "latest", "", "1"])
+@pytest.mark.parametrize("text", ["1.17.9", "1.38.0", "2.0.0", "latest", "", "1"])
 def test_unsupported_versions_are_refused(text):
     with pytest.raises(ProfileError) as error:
         v.parse_version(text)
@@ -48,6 +49,8 @@ VERSION_TABLE = {
     32: (False, "removed", "removed", "yes", True, 50.0, "kubeadm.k8s.io/v1beta4"),
     35: (False, "removed", "removed", "yes", True, 50.0, "kubeadm.k8s.io/v1beta4"),
     36: (False, "removed", "removed", "yes", True, 50.0, "kubeadm.k8s.io/v1beta4"),
+    # v1.37.2 sources, as 1.36 (docs/settings.md "Checked against the Kubernetes 1.36 and 1.37 sources")
+    37: (False, "removed", "removed", "yes", True, 50.0, "kubeadm.k8s.io/v1beta4"),
 }
 
 
@@ -73,7 +76,10 @@ def test_out_of_service_support_takes_strings_from_the_cluster():
 
 @pytest.mark.parametrize("minor, api, accepted", [
     (35, "kubeadm.k8s.io/v1beta3", True),
-    (36, "kubeadm.k8s.io/v1beta3", False),
+    (36, "kubeadm.k8s.io/v1beta3", True),  # deprecated but read by kubeadm v1.36.3 (its scheme.go registers it)
+    (26, "kubeadm.k8s.io/v1beta2", True),  # the same in v1.26.15
+    (27, "kubeadm.k8s.io/v1beta2", False),
+    (37, "kubeadm.k8s.io/v1beta3", False),  # v1.37.2: "old API spec" (cmd/kubeadm/app/util/config/common.go)
     (30, "kubeadm.k8s.io/v1beta4", False),
     (31, "kubeadm.k8s.io/v1beta4", True),
     (21, "kubeadm.k8s.io/v1beta3", False),
