@@ -683,7 +683,7 @@ class OutageRun:
         attestation = getattr(self.power, "attestation", None)
         if not isinstance(attestation, dict):
             return
-        earlier = list(history.read(self.cluster, self.o.lock_namespace, self.o.node))
+        earlier = list(history.read(self.cluster, self.o.history_namespace, self.o.node))
         if self.record is not None:
             earlier.append(self.record)
         for old in earlier:
