@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 import yaml
-from test_incident_lab import INVENTORY, LOCK_NAMESPACE, assert_refused_unchanged, playbook, record, state
+from test_incident_lab import HISTORY_NAMESPACE, INVENTORY, assert_refused_unchanged, playbook, record, state
 from test_power_event_path import history_names, lease_renew_time, off_hook, rfc3339
 
 pytestmark = pytest.mark.resets_lab
@@ -78,7 +78,7 @@ def lagging_worker(lab):
             yield worker
             assert len(errors) < 5, errors[:5]
     finally:
-        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{worker}", "--ignore-not-found", check=False)
+        lab.kubectl("delete", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{worker}", "--ignore-not-found", check=False)
 
 
 def test_a_live_worker_whose_clock_lags_60s_is_refused_on_the_power_event_path(lab, remediator, lagging_worker, tmp_path):
@@ -151,4 +151,4 @@ def test_a_power_on_just_after_the_second_off_reading_ends_in_a_stopped_run_not_
         print(f"\nhook readings:\n{readings}record: {json.dumps(rec)[:400] if rec else None}; "
               f"message: {[line for line in output.splitlines() if 'power reads ON' in line or 'came back' in line][:1]}")
     finally:
-        lab.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
+        lab.kubectl("delete", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{target}", "--ignore-not-found", check=False)
