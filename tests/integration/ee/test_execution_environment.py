@@ -18,27 +18,18 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "incident"))
+from test_incident_lab import FAST, NAMESPACE, OOS  # the incident lab tests' short waits, workloads and taint
 
 REPO = Path(__file__).resolve().parents[3]
 INVENTORY = REPO / "lab" / ".state" / "inventory.yml"
 RUNNER = REPO / ".venv" / "bin" / "ansible-runner"
 IMAGE = "localhost/nodeguard-ee:latest"
-OOS = "node.kubernetes.io/out-of-service"
-NAMESPACE = "failover-lab"
-# Short waits for the lab, as tests/integration/incident uses.
-FAST = {
-    "node_outage_not_ready_seconds": 5,
-    "node_outage_lease_margin_seconds": 5,
-    "node_outage_detach_timeout": 120,
-    "node_outage_replacement_timeout": 180,
-    "node_outage_poll_interval": 1,
-    "node_recover_healthy_seconds": 5,
-    "node_recover_retries": 30,
-    "node_recover_delay": 3,
-}
 
 
 def run_job(directory: Path, playbook: str, extravars: dict, ca_dir: Path) -> tuple[str, str]:
