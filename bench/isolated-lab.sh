@@ -139,6 +139,12 @@ case "${1:-}" in
     if ip netns list 2>/dev/null | grep -qw "$netns"; then ip netns delete "$netns"; fi
     podman rm -a -f >/dev/null 2>&1 || true
     podman rmi -a -f >/dev/null 2>&1 || true
+    # A lab killed in the middle can leave its podman storage mounted here (an overlay on /var/lib/<name>/storage):
+    # rm then fails with "Device or resource busy" and every later run of this lab refuses to start. Unmount what
+    # is left under the lab's own storage, deepest first.
+    awk -v root="/var/lib/$name/" 'index($2, root) == 1 {print $2}' /proc/mounts | sort -r | while read -r mount; do
+      umount "$mount" 2>/dev/null || umount -l "$mount"
+    done
     rm -rf "$copy" "$run" "/var/lib/$name" "$conf"
     say "down"
     ;;
