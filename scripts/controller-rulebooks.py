@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the EDA-controller variants of the shipped rulebooks: extensions/eda/rulebooks/<name>-controller.yml.
 
 Under the EDA controller (AAP/AWX), run_playbook does not work: a rulebook activation launches job templates.
@@ -8,8 +7,8 @@ drift), in the organization `{{ awx_organization }}` (configure-awx.yml's own va
 activation), with the same extra vars and include_events false (only the checked values go to the job).
 Everything else (sources, filters, guards, throttles) is the base's.
 
-Usage: scripts/controller-rulebooks.py            write the variants
-       scripts/controller-rulebooks.py --check    exit 1 when a variant differs from what it would write
+Usage: python scripts/controller-rulebooks.py            write the variants (with the venv's python)
+       python scripts/controller-rulebooks.py --check    exit 1 when a variant differs from what it would write
 """
 
 from __future__ import annotations

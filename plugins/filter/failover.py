@@ -108,8 +108,10 @@ def failover_audit_risks(timeline, unaudited_hosts=None, nodes=None, node_hosts=
     if not isinstance(timeline, dict):
         raise AnsibleFilterError(f"failover_audit_risks: expected the failover_timeline of the cluster, got {timeline!r}")
     try:
-        return risk_rules.audit_risks(timeline, unaudited_hosts or [], nodes or [], node_hosts or [], endpoints or [],
-                                 kubelet_servers or [], pods or [], int(max_examples), preset or DEFAULT_PRESET)
+        return risk_rules.audit_risks(
+            timeline, unaudited_hosts or [], nodes or [], node_hosts or [], endpoints or [],
+            kubelet_servers or [], pods or [], int(max_examples), preset or DEFAULT_PRESET,
+        )
     except (KeyError, TypeError, ValueError) as error:
         raise AnsibleFilterError(f"failover_audit_risks: unreadable input ({error!r})") from error
 

@@ -32,7 +32,7 @@ OOS = "node.kubernetes.io/out-of-service"
 RECORD = "failover.nodeguard.io/incident"
 NAMESPACE = "failover-lab"
 LOCK_NAMESPACE = "nodeguard-system"
-HISTORY_NAMESPACE = "nodeguard-history"  # the durable incident history (deploy/rbac/00-namespace.yaml)
+HISTORY_NAMESPACE = "nodeguard-history"  # the durable incident history (deploy/rbac/01-namespace-history.yaml)
 # Short waits for the lab; production defaults are in the roles.
 FAST = {
     "node_outage_not_ready_seconds": 5,

@@ -181,7 +181,7 @@ def test_disagreements_compare_control_plane_flags_on_control_plane_hosts_and_th
         {"setting": "kube_controller_manager node-monitor-grace-period", "values": {"cp1": "20s", "cp2": "50s"}},
         {"setting": "kubelet nodeLeaseDurationSeconds", "values": {"cp1": "12", "cp2": "12", "w1": "(default)"}},
     ]
-    same = {"cp1": nodes["cp1"], "w1": {"role": "node", "settings": {"kubelet": {"nodeLeaseDurationSeconds": 12},
-                                                                      "sysctl": {"net.ipv4.tcp_retries2": "8"}}}}
+    w1_settings = {"kubelet": {"nodeLeaseDurationSeconds": 12}, "sysctl": {"net.ipv4.tcp_retries2": "8"}}
+    same = {"cp1": nodes["cp1"], "w1": {"role": "node", "settings": w1_settings}}
     assert report.disagreements(same, ["cp1", "w1"]) == []
     assert report.disagreements({}, []) == []

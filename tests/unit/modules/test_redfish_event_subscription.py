@@ -329,8 +329,10 @@ def test_the_filter_and_the_module_make_the_same_token():
     assert bmc_token(TOKEN, "ng-worker1") != bmc_token(TOKEN, "ng-worker2")
 
 
-@pytest.mark.parametrize(("vendor", "registries"), [("dmtf", ["ResourceEvent"]), ("openbmc", ["OpenBMC"]),
-                                                     ("hpe", ["iLOResourceEvents"]), ("dell", ["IDRAC"])])
+@pytest.mark.parametrize(
+    ("vendor", "registries"),
+    [("dmtf", ["ResourceEvent"]), ("openbmc", ["OpenBMC"]), ("hpe", ["iLOResourceEvents"]), ("dell", ["IDRAC"])],
+)
 def test_the_vendor_chooses_the_registries_its_power_messages_come_from(run_module, bmc, vendor, registries):
     result = run_module(redfish_event_subscription, args(bmc, vendor=vendor))
     assert not result["failed"] and result["subscription"]["registry_prefixes"] == registries

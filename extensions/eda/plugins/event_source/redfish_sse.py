@@ -9,7 +9,8 @@ The source connects out to the BMC: no inbound port, no webhook, no subscription
   that keeps its recent events replays what the source missed. Reconnects back off from 1 s to ``reconnect_max``.
 - Client-side filter: a record counts only when its OriginOfCondition is exactly the ComputerSystem of a node
   mapped on this BMC (bmcweb cannot filter a stream by resource, so every system's events arrive) and its
-  MessageId is a power message of a known vendor registry (plugins/module_utils/power/redfish_messages.py, shared with the webhook filter). Test events never count.
+  MessageId is a power message of a known vendor registry (plugins/module_utils/power/redfish_messages.py,
+  shared with the webhook filter). Test events never count.
 - Fall-back: when the stream cannot be opened, or has sent no event and no keep-alive for ``silence_seconds``,
   the source says so and reads each node's PowerState every ``poll_interval`` seconds until the stream is back.
   Every (re)connection also reads each node once, so a change while the stream was down is not lost.
