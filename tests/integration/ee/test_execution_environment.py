@@ -11,12 +11,14 @@ Python requirements (kubernetes, ruamel.yaml) all come from the image, nothing f
 One worker that runs a db pod (StatefulSet, RWO volume) is powered off through its BMC; node-outage in the image,
 as the least-privileged ServiceAccount, proves it off and taints it; the db pod is Ready elsewhere; the worker is
 powered on and node-recover in the image removes the taint. The image sees the lab's network (the private lab's
-own namespace, --network=host) and reads the lab's inventory and BMC CA from a read-only mount at the same path.
+own namespace, --network=host) and the BMC CA from a read-only mount of the lab at its own path; the lab's
+inventory is copied into the private data directory, as AWX writes a job's inventory there.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,15 +42,19 @@ def run_job(directory: Path, playbook: str, extravars: dict, ca_dir: Path) -> tu
         f"---\n- name: The collection's playbook, as an AWX project imports it\n"
         f"  ansible.builtin.import_playbook: {playbook}\n"
     )
+    inventory = directory / "inventory"  # the job's inventory, as AWX writes it into the private data directory
+    inventory.mkdir(exist_ok=True)
+    (inventory / "hosts.yml").write_text(INVENTORY.read_text())
     env = directory / "env"
     env.mkdir(exist_ok=True)
     (env / "extravars").write_text(json.dumps(extravars))
     (env / "extravars").chmod(0o600)
     argv = [
         str(RUNNER), "run", str(directory), "--playbook", "job.yml", "--ident", "job",
-        "--inventory", str(INVENTORY),
         "--process-isolation", "--process-isolation-executable", "podman", "--container-image", IMAGE,
         "--container-option=--network=host",
+        # as the owner of the job's 0600 files, as AWX's rootless podman runs the job as its own user
+        f"--container-option=--user={os.getuid()}:{os.getgid()}",
         f"--container-volume-mount={REPO}:{REPO}:ro",
         f"--container-volume-mount={ca_dir}:{ca_dir}:ro",
     ]
