@@ -73,7 +73,10 @@ def kops_controller_manager(lab):
     subprocess.run(["podman", "exec", "-i", lab.CONTROL_PLANE, "sh", "-c", "cat > /go-runner && chmod 0755 /go-runner"],
                    input=GO_RUNNER_STANDIN, text=True, check=True)
     lab.write_manifest(KCM, kops_manifest(kubeadm_text, binary))
-    lab.wait_for(lambda: the_component(lab) and lab.component_healthy(KCM), timeout=90, what=f"{KCM} healthy under go-runner")
+    # Until the static pod runner has replaced it, the kubeadm-started process (argv[0] the bare name) is still the one
+    # pgrep finds: wait for go-runner's child, whose argv[0] is the binary's path.
+    lab.wait_for(lambda: the_component(lab)[:1] == [binary] and lab.component_healthy(KCM), timeout=90,
+                 what=f"{KCM} healthy under go-runner")
     yield binary
     lab.write_manifest(KCM, kubeadm_text)
     lab.wait_for(lambda: lab.component_healthy(KCM) and not lab.cp_exec("pgrep", "-f", "/go-runner", check=False).stdout,
