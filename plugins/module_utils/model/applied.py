@@ -12,17 +12,15 @@ from __future__ import annotations
 import json
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.heartbeat import lease_renew_interval
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import POWER_EVENT_LEASE_MARGIN_SECONDS, STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import (
     APISERVER,
     CONTROLLER_MANAGER,
     CONTROLLER_MANAGER_GATES,
     SETTINGS,
-    kubernetes_defaults,
     read_settings,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import NEWEST_SUPPORTED, Version, parse_version
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version
 
 NAMESPACE = "nodeguard-system"
 NAME = "nodeguard-applied-profile"
@@ -124,27 +122,6 @@ def resolve_timing(not_ready_seconds=None, lease_margin_seconds=None, applied=No
         origin = f"the cluster was never tuned ({WHERE} does not exist): stock values"
     result["detail"] = f"timing: {values}; {origin}"
     return result
-
-
-def resolve_lease_renew_interval(applied=None) -> dict:
-    """How often a live kubelet renews its node Lease: a quarter of nodeLeaseDurationSeconds.
-
-    From the applied profile's kubelet settings, else the stock kubelet's (40 s, so 10 s). node-outage's
-    power-event path waits until the Lease is older than this plus lease_margin_seconds: a Lease that old
-    has missed a renewal a live kubelet would have made. Returns ``seconds``, ``source`` and ``detail``.
-    """
-    if applied is not None:
-        timings, problems, _defaults = read_settings(applied["settings"], parse_version(applied.get("kubernetes_version")))
-        if problems:
-            raise ProfileError("applied-profile", f"{WHERE}: stored settings unreadable: {problems[0][1]}")
-        source = "applied-profile"
-        origin = f"kubelet nodeLeaseDurationSeconds {timings.node_lease_duration_seconds} of the applied profile {applied.get('preset')!r}"
-    else:
-        timings = kubernetes_defaults(Version(*NEWEST_SUPPORTED, 0))  # the kubelet's Lease default is the same in every version
-        source = "stock"
-        origin = f"stock kubelet nodeLeaseDurationSeconds {timings.node_lease_duration_seconds} (never tuned)"
-    seconds = lease_renew_interval(timings)
-    return {"seconds": seconds, "source": source, "detail": f"Lease renew interval {seconds:g}s: {origin} / 4"}
 
 
 def _node_sections(role: str) -> list:

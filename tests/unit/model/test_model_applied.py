@@ -122,25 +122,6 @@ def test_the_audit_says_which_profile_and_where_it_drifted():
     assert not never["recorded"] and never["drift"] == [] and "never tuned" in never["summary"]
 
 
-def test_the_lease_renew_interval_is_a_quarter_of_the_applied_kubelet_lease():
-    # fast: nodeLeaseDurationSeconds 3 -> a live kubelet renews every 0.75 s
-    interval = applied.resolve_lease_renew_interval(applied.read(stored("fast")))
-    assert (interval["seconds"], interval["source"]) == (0.75, "applied-profile")
-    assert "nodeLeaseDurationSeconds 3" in interval["detail"] and "'fast'" in interval["detail"]
-
-
-def test_the_lease_renew_interval_of_a_cluster_never_tuned_is_the_stock_10s():
-    interval = applied.resolve_lease_renew_interval(applied.read(None))
-    assert (interval["seconds"], interval["source"]) == (10.0, "stock")
-    assert "nodeLeaseDurationSeconds 40" in interval["detail"]
-
-
-def test_a_profile_without_a_lease_setting_renews_at_the_kubelet_default():
-    document = applied.read(stored("fast"))
-    document["settings"]["kubelet"].pop("nodeLeaseDurationSeconds")
-    assert applied.resolve_lease_renew_interval(document)["seconds"] == 10.0
-
-
 def test_the_power_event_path_has_its_own_lease_margin_and_an_explicit_one_wins():
     profile = applied.read(stored("fast"))
     timing = applied.resolve_timing(None, None, profile, power_event=True)
