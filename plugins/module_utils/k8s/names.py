@@ -45,6 +45,14 @@ def why_not_node_name(value: object) -> str:
     return ""
 
 
+def why_not_object_name(value: object, what: str) -> str:
+    """Empty when ``value`` is a DNS-1123 subdomain (the names of Leases, namespaces, ConfigMaps), else why not;
+    ``what`` names the value in the message ("Lease name")."""
+    if is_dns1123_subdomain(value):
+        return ""
+    return f"{shown(value)} is not a valid {what} (DNS-1123: lowercase letters, digits, '-' and '.', at most 253 characters)"
+
+
 def shown(value: object) -> str:
     """``value`` quoted for a message, inert: only letters, digits and ``-._:/@`` stay, every other character
     (braces, quotes, spaces, newlines, ...) is shown as ``\\xNN``/``\\uNNNN``, and it is cut after 80 characters.

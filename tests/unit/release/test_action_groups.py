@@ -74,6 +74,6 @@ def test_module_defaults_for_the_group_reach_every_member() -> None:
     probes = {name: result for name, result in tasks.items() if name.startswith("Probe ")}
     probed = {name.split()[1] for name in probes}
     assert probed == {"nodeguard.failover.node_outage", "nodeguard.failover.node_recover", "nodeguard.failover.failover_history_info",
-                      "kubernetes.core.k8s_info", "kubernetes.core.k8s_cluster_info"}
+                      "nodeguard.failover.failover_lease_renewal_info", "kubernetes.core.k8s_info", "kubernetes.core.k8s_cluster_info"}
     for name, result in probes.items():
         assert result.get("failed") and PROBE_KUBECONFIG in result["msg"], (name, result.get("msg"))
