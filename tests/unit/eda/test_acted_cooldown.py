@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rulebook_rules import actions, condition
 
 REPO = Path(__file__).resolve().parents[3]
 RULEBOOKS = REPO / "extensions" / "eda" / "rulebooks"
@@ -29,15 +30,6 @@ WINDOWS = {"nodeguard_cooldown": "30 minutes", "nodeguard_dedupe": "1 day"}
 def rules(name: str) -> list[dict]:
     (ruleset,) = yaml.safe_load((RULEBOOKS / f"{name}.yml").read_text())
     return ruleset["rules"]
-
-
-def actions(rule: dict) -> list[dict]:
-    return rule.get("actions") or [rule["action"]]
-
-
-def condition(rule: dict) -> str:
-    given = rule["condition"]
-    return given if isinstance(given, str) else " and ".join(given["all"])
 
 
 def facts_set(rule: dict) -> list[str]:

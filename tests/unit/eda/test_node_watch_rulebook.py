@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import yaml
+from rulebook_rules import action, condition
 
 REPO = Path(__file__).resolve().parents[3]
 EDA = REPO / "extensions" / "eda"
@@ -15,17 +16,6 @@ RULEBOOK = yaml.safe_load((EDA / "rulebooks" / "node-watch.yml").read_text())
 VARS = yaml.safe_load((EDA / "vars" / "node-watch.yml").read_text())
 ROLE_DEFAULTS = yaml.safe_load((REPO / "roles" / "node_outage" / "defaults" / "main.yml").read_text())
 CHECKED = {"[event.nodeguard_node_event.node]", "node_outage_max_unhealthy", "nodeguard_node_watch_proof_timeout"}
-
-
-def action(rule: dict) -> dict:
-    """A rule's actions as one dict, action name -> arguments (a rule has `action`, or a list `actions`)."""
-    return {name: args for one in rule.get("actions") or [rule["action"]] for name, args in one.items()}
-
-
-def condition(rule: dict) -> str:
-    """A rule's condition; the conditions of an `all` joined with ' and '."""
-    given = rule["condition"]
-    return given if isinstance(given, str) else " and ".join(given["all"])
 
 
 def test_the_source_and_node_outage_share_one_storm_rule() -> None:

@@ -8,23 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rulebook_rules import action, condition
 
 REPO = Path(__file__).resolve().parents[3]
 EDA = REPO / "extensions" / "eda"
 RULEBOOKS = ["power-events", "power-poll"]
 # Event fields made or checked by the filter redfish_power_events / the source bmc_power_poll.
 CHECKED = {"event.nodeguard_power_event.node", "event.nodeguard_power_event.time"}
-
-
-def action(rule: dict) -> dict:
-    """A rule's actions as one dict, action name -> arguments (a rule has `action`, or a list `actions`)."""
-    return {name: args for one in rule.get("actions") or [rule["action"]] for name, args in one.items()}
-
-
-def condition(rule: dict) -> str:
-    """A rule's condition; the conditions of an `all` joined with ' and '."""
-    given = rule["condition"]
-    return given if isinstance(given, str) else " and ".join(given["all"])
 
 
 def ruleset(name: str) -> dict:

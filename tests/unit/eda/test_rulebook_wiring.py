@@ -6,23 +6,13 @@ import re
 from pathlib import Path
 
 import yaml
+from rulebook_rules import action, condition
 
 REPO = Path(__file__).resolve().parents[3]
 RULEBOOK = yaml.safe_load((REPO / "extensions" / "eda" / "rulebooks" / "node-failover.yml").read_text())
 VARS = yaml.safe_load((REPO / "extensions" / "eda" / "vars" / "node-failover.yml").read_text())
 # Event fields the filter checks (tests/unit/eda/test_alertmanager_nodes.py): a Kubernetes node name, an RFC 3339 time.
 CHECKED = {"event.node", "event.starts_at"}
-
-
-def action(rule: dict) -> dict:
-    """A rule's actions as one dict, action name -> arguments (a rule has `action`, or a list `actions`)."""
-    return {name: args for one in rule.get("actions") or [rule["action"]] for name, args in one.items()}
-
-
-def condition(rule: dict) -> str:
-    """A rule's condition; the conditions of an `all` joined with ' and '."""
-    given = rule["condition"]
-    return given if isinstance(given, str) else " and ".join(given["all"])
 
 
 def rules() -> list[dict]:
