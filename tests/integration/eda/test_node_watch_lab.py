@@ -9,8 +9,9 @@ node-watch.yml in a real ansible-rulebook process.
   The playbooks are recorders here (tests/integration/eda/playbooks); the failover itself is the next test.
 - End to end: a worker that runs a db pod is powered off through its lab BMC; the source emits node-down when its
   Ready condition turns Unknown; the rulebook runs the real node-outage (by FQCN, as shipped), which waits for its
-  proofs and fails the node over (out-of-service taint, db pod Ready elsewhere). After power-on the source emits
-  node-up and the rulebook's node-recover removes the taint.
+  proofs and fails the node over (out-of-service taint, db pod Ready elsewhere); its outcome (set_stats) comes back
+  and arms the node's cool-down. After power-on the source emits node-up and the rulebook's node-recover removes the
+  taint.
 """
 
 from __future__ import annotations
@@ -132,6 +133,9 @@ def test_a_powered_off_worker_is_failed_over_from_the_watch_and_recovered(lab, t
 
     wait_or_show_log(lab, rulebook, replaced, 480, f"{old_db.metadata.name} Ready on another node")
     assert has_taint(lab, target)
+    # node-outage's outcome (set_stats) came back as an event and armed the node's cool-down: the run acted
+    armed = f"nodeguard: the run left {target} tainted: cool-down 30 minutes"
+    wait_or_show_log(lab, rulebook, lambda: armed in rulebook.log(), 120, "the cool-down armed by node-outage's outcome")
     print(f"power-off to db Ready elsewhere: {time.monotonic() - started:.1f}s")
 
     lab.power_on(target)
