@@ -62,18 +62,22 @@ def controller_variant(ruleset: list, templates: dict[str, str], base: str) -> l
     for rules in variant:
         rules["name"] = f"{rules['name']} (EDA controller)"
         for rule in rules["rules"]:
-            run = rule["action"].pop("run_playbook", None)
-            if run is None:
-                continue
-            playbook = PLAYBOOKS.get(run["name"])
-            if playbook not in templates:
-                raise SystemExit(f"{base}.yml: rule {rule['name']!r} runs {run['name']}, which has no job template in {CONFIGURE_AWX.name}")
-            rule["action"]["run_job_template"] = {
-                "name": templates[playbook],
-                "organization": ORGANIZATION,
-                "job_args": {"extra_vars": run.get("extra_vars") or {}},
-                "include_events": False,
-            }
+            for action in rule["actions"] if "actions" in rule else [rule["action"]]:
+                run = action.pop("run_playbook", None)
+                if run is None:
+                    continue
+                playbook = PLAYBOOKS.get(run["name"])
+                if playbook not in templates:
+                    raise SystemExit(f"{base}.yml: rule {rule['name']!r} runs {run['name']}, which has no job template in {CONFIGURE_AWX.name}")
+                action["run_job_template"] = {
+                    "name": templates[playbook],
+                    "organization": ORGANIZATION,
+                    "job_args": {"extra_vars": run.get("extra_vars") or {}},
+                    "include_events": False,
+                }
+                if run.get("post_events"):
+                    # the job's artifacts (node-outage's set_stats) come back as an event, as run_playbook's do
+                    action["run_job_template"]["post_events"] = True
     return variant
 
 

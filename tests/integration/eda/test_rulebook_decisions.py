@@ -26,7 +26,7 @@ from rulebook_process import RulebookProcess, alert, webhook_payload
 HERE = Path(__file__).resolve().parent
 RUN_TIMEOUT = 300  # generous: the machine may be busy with the lab
 _control_nodes = (f"ng-control-{n}" for n in itertools.count())
-ALLOWED = ["ng-a1", "ng-b1", "ng-s1", "ng-s2", "ng-s3", "ng-t1", "ng-d1", "ng-d2", "ng-d3", "ng-e1", "ng-f1", "ng-i1", "123",
+ALLOWED = ["ng-a1", "ng-b1", "ng-r1", "ng-s1", "ng-s2", "ng-s3", "ng-t1", "ng-d1", "ng-d2", "ng-d3", "ng-e1", "ng-f1", "ng-i1", "123",
            *(f"ng-control-{n}" for n in range(40))]
 
 
@@ -87,15 +87,48 @@ def test_node_down_alert_runs_node_outage_for_that_node(rulebook: RulebookProces
     wait_for_run(rulebook, records, "recover", "ng-a1")
 
 
+def wait_for_log(rulebook: RulebookProcess, line: str) -> None:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while line not in rulebook.log():
+        if time.monotonic() > deadline:
+            pytest.fail(f"no {line!r} within {RUN_TIMEOUT}s; ansible-rulebook log:\n{rulebook.log()[-4000:]}")
+        time.sleep(0.5)
+
+
 def test_repeated_alert_runs_once(rulebook: RulebookProcess, records: Path) -> None:
     first = webhook_payload([alert("ng-b1")])
     for _attempt in range(3):  # Alertmanager re-sends a firing group at every group_interval/repeat_interval
         assert rulebook.post(first) == 200
+    wait_for_log(rulebook, "nodeguard: the run left ng-b1 tainted")
+    assert rulebook.post(first) == 200  # re-sent after the run: the dedupe
     # the same node down again soon after (a new alert, new startsAt): inside the cool-down
     assert rulebook.post(webhook_payload([alert("ng-b1", starts_at="2026-11-22T03:05:00Z")])) == 200
     assert rulebook.post(webhook_payload([alert("ng-b1", status="resolved")])) == 200
     decided_after_control(rulebook, records)
     assert len(runs(records, "outage", "ng-b1")) == 1
+
+
+def test_a_refused_run_arms_neither_dedupe_nor_cool_down(rulebook: RulebookProcess, records: Path) -> None:
+    """Issue 21: a forged alert for a healthy node, refused by node-outage, must not silence the real one."""
+    refuse = records / "refuse-ng-r1"
+    refuse.touch()  # the recorder fails for ng-r1, as node-outage refuses a node that is not proven dead
+    assert rulebook.post(webhook_payload([alert("ng-r1", starts_at="2026-11-22T04:00:00Z")])) == 200
+    wait_for_run(rulebook, records, "outage", "ng-r1", count=3)  # the run and its two retries, all refused
+    refuse.unlink()
+    # the real outage's alert (its own startsAt), minutes later: it runs, and this run acts
+    real = webhook_payload([alert("ng-r1", starts_at="2026-11-22T04:10:00Z")])
+    assert rulebook.post(real) == 200
+    wait_for_run(rulebook, records, "outage", "ng-r1", count=4)
+    wait_for_log(rulebook, "nodeguard: the run left ng-r1 tainted")
+    # the acted alert re-sent (dedupe), then a new alert for the node (cool-down): neither runs
+    assert rulebook.post(real) == 200
+    assert rulebook.post(webhook_payload([alert("ng-r1", starts_at="2026-11-22T04:20:00Z")])) == 200
+    assert rulebook.post(webhook_payload([alert("ng-r1", status="resolved")])) == 200
+    decided_after_control(rulebook, records)
+    assert len(runs(records, "outage", "ng-r1")) == 4
+    log = rulebook.log()
+    assert "nodeguard: ng-r1: the alert of 2026-11-22T04:10:00Z again, a run already tainted the node for it (dedupe)" in log
+    assert "nodeguard: ng-r1 is down again within 30 minutes of a run that tainted it (cool-down)" in log
 
 
 def test_storm_remediates_nothing(rulebook: RulebookProcess, records: Path) -> None:

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import yaml
+from rulebook_rules import action, condition
 
 REPO = Path(__file__).resolve().parents[3]
 EDA = REPO / "extensions" / "eda"
@@ -24,18 +25,18 @@ def test_the_source_and_node_outage_share_one_storm_rule() -> None:
     # the same name and default as node-outage's own variable
     assert VARS["node_outage_max_unhealthy"] == ROLE_DEFAULTS["node_outage_max_unhealthy"]
     first = ruleset["rules"][0]
-    assert first["condition"] == 'event.nodeguard_node_event.refused == "storm"'
-    assert "run_playbook" not in first["action"]
-    (outage,) = [r for r in ruleset["rules"] if r["action"].get("run_playbook", {}).get("name") == "{{ nodeguard_outage_playbook }}"]
-    assert outage["action"]["run_playbook"]["extra_vars"]["node_outage_max_unhealthy"] == "{{ node_outage_max_unhealthy }}"
+    assert condition(first) == 'event.nodeguard_node_event.refused == "storm"'
+    assert "run_playbook" not in action(first)
+    (outage,) = [r for r in ruleset["rules"] if action(r).get("run_playbook", {}).get("name") == "{{ nodeguard_outage_playbook }}"]
+    assert action(outage)["run_playbook"]["extra_vars"]["node_outage_max_unhealthy"] == "{{ node_outage_max_unhealthy }}"
     # the event comes at the first NotReady: node-outage must wait for its proofs, not refuse at once
-    assert outage["action"]["run_playbook"]["extra_vars"]["node_outage_proof_timeout"] == "{{ nodeguard_node_watch_proof_timeout }}"
+    assert action(outage)["run_playbook"]["extra_vars"]["node_outage_proof_timeout"] == "{{ nodeguard_node_watch_proof_timeout }}"
     assert VARS["nodeguard_node_watch_proof_timeout"] > 60
 
 
 def test_only_checked_values_reach_the_playbooks() -> None:
     (ruleset,) = RULEBOOK
-    runs = [r["action"]["run_playbook"] for r in ruleset["rules"] if "run_playbook" in r["action"]]
+    runs = [action(r)["run_playbook"] for r in ruleset["rules"] if "run_playbook" in action(r)]
     assert [run["name"] for run in runs] == ["{{ nodeguard_outage_playbook }}", "{{ nodeguard_recover_playbook }}"]
     for run in runs:
         used = {e.strip() for value in run["extra_vars"].values() for e in re.findall(r"{{(.*?)}}", value)}
@@ -47,6 +48,6 @@ def test_nothing_is_acted_on_by_default_and_refusals_come_first() -> None:
     assert VARS["nodeguard_allow_nodes"] == [] and VARS["nodeguard_deny_nodes"] == []
     (ruleset,) = RULEBOOK
     names = [r["name"] for r in ruleset["rules"]]
-    acting = [i for i, r in enumerate(ruleset["rules"]) if "run_playbook" in r["action"]]
+    acting = [i for i, r in enumerate(ruleset["rules"]) if "run_playbook" in action(r)]
     assert min(acting) > max(names.index(n) for n in names if "allow-list" in n or "Deny" in n or "Storm" in n)
     assert ruleset["execution_strategy"] == "sequential" and ruleset["hosts"] == "localhost"

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rulebook_rules import action, condition
 
 REPO = Path(__file__).resolve().parents[3]
 EDA = REPO / "extensions" / "eda"
 RULEBOOKS = ["power-events", "power-poll"]
-# Event fields made or checked by the filter redfish_power_events / the source bmc_power_poll, and the internal
-# request the dedupe rule builds from them.
-CHECKED = {"event.nodeguard_power_event.node", "event.nodeguard_power_event.time", "event.outage_nodes", "event.time", "event.node"}
+# Event fields made or checked by the filter redfish_power_events / the source bmc_power_poll.
+CHECKED = {"event.nodeguard_power_event.node", "event.nodeguard_power_event.time"}
 
 
 def ruleset(name: str) -> dict:
@@ -39,17 +39,18 @@ def expressions(value) -> list[str]:
 @pytest.mark.parametrize("name", RULEBOOKS)
 def test_node_outage_gets_only_checked_values_and_the_event_time(name: str) -> None:
     rules = ruleset(name)["rules"]
-    runs = [r["action"]["run_playbook"] for r in rules if "run_playbook" in r["action"]]
-    posts = [r["action"]["post_event"]["event"] for r in rules if "post_event" in r["action"]]
-    (run,) = runs
+    (run,) = [action(r)["run_playbook"] for r in rules if "run_playbook" in action(r)]
     assert run["name"] == "{{ nodeguard_outage_playbook }}"
-    assert run["extra_vars"] == {"outage_nodes": "{{ event.outage_nodes }}", "node_outage_power_event_time": "{{ event.time }}",
-                                 # the run starts within seconds of the power-off: it must wait for the Lease proof
-                                 "node_outage_proof_timeout": "{{ nodeguard_power_event_proof_timeout }}"}
+    assert run["extra_vars"] == {
+        "outage_nodes": "{{ [event.nodeguard_power_event.node] }}",  # a one-element list: "123" stays a string
+        "node_outage_power_event_time": "{{ event.nodeguard_power_event.time }}",
+        # the run starts within seconds of the power-off: it must wait for the Lease proof
+        "node_outage_proof_timeout": "{{ nodeguard_power_event_proof_timeout }}",
+        # echoed in node-outage's outcome: the dedupe key
+        "nodeguard_trigger": "{{ event.nodeguard_power_event.time }}",
+    }
     assert variables(name)["nodeguard_power_event_proof_timeout"] > 0
-    (post,) = posts
-    assert post["outage_nodes"] == "{{ [event.nodeguard_power_event.node] }}"  # a one-element list: "123" stays a string
-    for expression in expressions(run) + expressions(post):
+    for expression in expressions(run):
         used = set(re.findall(r"event\.[a-z_.]+", expression))
         assert used <= CHECKED, f"{expression!r} passes an unchecked event field"
         assert "|" not in expression
@@ -58,29 +59,33 @@ def test_node_outage_gets_only_checked_values_and_the_event_time(name: str) -> N
 @pytest.mark.parametrize("name", RULEBOOKS)
 def test_only_powered_off_acts_deduped_per_event_and_cooled_down_per_node(name: str) -> None:
     rules = ruleset(name)["rules"]
-    acting = [r for r in rules if set(r["action"]) != {"debug"}]
-    assert [r["condition"] for r in acting] == ['event.nodeguard_power_event.state == "Off"', 'event.nodeguard_request == "power-event-outage"']
-    dedupe, cooldown = (r["throttle"] for r in acting)
-    assert dedupe["group_by_attributes"] == ["event.nodeguard_power_event.node", "event.nodeguard_power_event.time"]
-    assert (cooldown["group_by_attributes"], cooldown["once_within"]) == (["event.node"], "30 minutes")
+    (run_index,) = [i for i, r in enumerate(rules) if "run_playbook" in action(r)]
+    run = rules[run_index]
+    assert condition(run) == 'event.nodeguard_power_event.state == "Off"'
+    # only a burst of the same event is collapsed at match time; dedupe and cool-down come from the outcome
+    assert run["throttle"] == {"once_within": "10 minutes",
+                               "group_by_attributes": ["event.nodeguard_power_event.node", "event.nodeguard_power_event.time"]}
+    dedupe, cooldown = rules[run_index - 2], rules[run_index - 1]
+    assert "facts.m_0.nodeguard_dedupe.nodes" in condition(dedupe) and "facts.m_0.nodeguard_dedupe.trigger" in condition(dedupe)
+    assert "facts.m_0.nodeguard_cooldown.nodes" in condition(cooldown)
+    assert set(action(dedupe)) == set(action(cooldown)) == {"debug"}
     # the lists and the other states are decided before the acting rules (the first match decides)
-    first_acting = rules.index(acting[0])
     logged = ("nodeguard_deny_nodes", "nodeguard_allow_nodes", 'state == "On"') + (('state == "Reset"',) if name == "power-events" else ())
-    for condition in logged:
-        (index,) = [i for i, r in enumerate(rules) if condition in r["condition"]]
-        assert index < first_acting and set(rules[index]["action"]) == {"debug"}
-    assert not any("job_id" in str(r["action"]) for r in rules)
+    for text in logged:
+        (index,) = [i for i, r in enumerate(rules) if text in condition(r)]
+        assert index < run_index - 2 and set(action(rules[index])) == {"debug"}
+    assert not any("job_id" in str(action(r)) for r in rules)
 
 
 def test_powering_off_waits_for_powered_off() -> None:
-    (rule,) = [r for r in ruleset("power-events")["rules"] if "PoweringOff" in r["condition"]]
-    assert set(rule["action"]) == {"debug"}
+    (rule,) = [r for r in ruleset("power-events")["rules"] if "PoweringOff" in condition(r)]
+    assert set(action(rule)) == {"debug"}
 
 
 def test_refusals_are_decided_first_and_only_logged() -> None:
     first = ruleset("power-events")["rules"][0]
-    assert first["condition"] == "event.nodeguard_refused is defined"
-    assert set(first["action"]) == {"debug"}
+    assert condition(first) == "event.nodeguard_refused is defined"
+    assert set(action(first)) == {"debug"}
 
 
 def test_the_webhook_is_filtered_by_the_mapping_and_each_bmcs_own_token() -> None:
@@ -94,8 +99,8 @@ def test_the_webhook_is_filtered_by_the_mapping_and_each_bmcs_own_token() -> Non
 
 
 def test_a_host_reset_only_logs() -> None:
-    (rule,) = [r for r in ruleset("power-events")["rules"] if 'state == "Reset"' in r["condition"]]
-    assert set(rule["action"]) == {"debug"}
+    (rule,) = [r for r in ruleset("power-events")["rules"] if 'state == "Reset"' in condition(r)]
+    assert set(action(rule)) == {"debug"}
 
 
 def test_the_poll_source_is_configured_from_the_vars() -> None:

@@ -6,13 +6,13 @@ import re
 from pathlib import Path
 
 import yaml
+from rulebook_rules import action, condition
 
 REPO = Path(__file__).resolve().parents[3]
 RULEBOOK = yaml.safe_load((REPO / "extensions" / "eda" / "rulebooks" / "node-failover.yml").read_text())
 VARS = yaml.safe_load((REPO / "extensions" / "eda" / "vars" / "node-failover.yml").read_text())
-# Event fields the filter checks as Kubernetes node names (tests/unit/eda/test_alertmanager_nodes.py),
-# and the internal request built from them.
-CHECKED = {"event.node", "event.outage_nodes"}
+# Event fields the filter checks (tests/unit/eda/test_alertmanager_nodes.py): a Kubernetes node name, an RFC 3339 time.
+CHECKED = {"event.node", "event.starts_at"}
 
 
 def rules() -> list[dict]:
@@ -34,11 +34,9 @@ def expressions(value) -> list[str]:
 def test_playbooks_get_only_checked_node_names() -> None:
     passed = []
     for rule in rules():
-        action = rule["action"]
-        if "run_playbook" in action:
-            passed += [(name, e.strip()) for name, v in action["run_playbook"]["extra_vars"].items() for e in expressions(v)]
-        if "post_event" in action:
-            passed += [(name, e.strip()) for name, v in action["post_event"]["event"].items() for e in expressions(v)]
+        run = action(rule).get("run_playbook")
+        if run:
+            passed += [(name, e.strip()) for name, v in run["extra_vars"].items() for e in expressions(v)]
     assert passed, "the rulebook runs no playbook?"
     for name, expression in passed:
         used = set(re.findall(r"event\.[a-z_]+", expression))
@@ -48,20 +46,20 @@ def test_playbooks_get_only_checked_node_names() -> None:
 
 def test_no_fixed_job_id_is_passed() -> None:
     for rule in rules():
-        run = rule["action"].get("run_playbook") or {}
+        run = action(rule).get("run_playbook") or {}
         assert not any("job_id" in name for name in run.get("extra_vars", {})), rule["name"]
 
 
 def test_refusals_are_decided_first_and_only_logged() -> None:
     first = rules()[0]
-    assert first["condition"] == "event.nodeguard_refused is defined"
-    assert list(first["action"]) == ["debug"]
+    assert condition(first) == "event.nodeguard_refused is defined"
+    assert list(action(first)) == ["debug"]
 
 
 def test_the_allow_list_is_explicit_and_empty_by_default() -> None:
     assert VARS["nodeguard_allow_nodes"] == []
     assert "nodeguard_allow_nodes_regex" not in VARS
-    conditions = " ".join(rule["condition"] for rule in rules())
+    conditions = " ".join(condition(rule) for rule in rules())
     assert "event.node not in vars.nodeguard_allow_nodes" in conditions
     assert "regex" not in conditions
 
@@ -74,13 +72,13 @@ def test_kube_prometheus_node_alerts_are_node_down_alerts_and_no_rule_names_one_
     (alert_filter,) = source["filters"]
     assert alert_filter["nodeguard.failover.alertmanager_nodes"]["node_down_alerts"] == [
         "NodeguardNodeDown", "KubeNodeNotReady", "KubeNodeUnreachable"]
-    assert not any("NodeguardNodeDown" in rule["condition"] for rule in rules())
+    assert not any("NodeguardNodeDown" in condition(rule) for rule in rules())
 
 
 def test_every_storm_alert_is_logged_and_the_run_is_retried() -> None:
-    (storm,) = [rule for rule in rules() if "nodes_down" in rule["condition"]]
-    assert "throttle" not in storm and list(storm["action"]) == ["debug"]
-    assert "truncated_alerts" in storm["action"]["debug"]["msg"]
-    (outage,) = [rule for rule in rules() if rule["action"].get("run_playbook", {}).get("name") == "{{ nodeguard_outage_playbook }}"]
-    run = outage["action"]["run_playbook"]
+    (storm,) = [rule for rule in rules() if "nodes_down" in condition(rule)]
+    assert "throttle" not in storm and list(action(storm)) == ["debug"]
+    assert "truncated_alerts" in action(storm)["debug"]["msg"]
+    (outage,) = [rule for rule in rules() if action(rule).get("run_playbook", {}).get("name") == "{{ nodeguard_outage_playbook }}"]
+    run = action(outage)["run_playbook"]
     assert (run["retries"], run["delay"]) == (2, 30)

@@ -27,10 +27,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import datetime
+import importlib.util
 import logging
 import math
 import os
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -79,23 +79,18 @@ POLLABLE_TYPES = ("redfish", "ipmi", "fence_agent", "command")
 STATES = {"off": "Off", "on": "On"}
 
 
+# extensions/eda/plugins/collection_code.py, loaded by its path: ansible-rulebook runs this file by path, not as a package
+_spec = importlib.util.spec_from_file_location("nodeguard_eda_collection_code", Path(os.path.abspath(__file__)).parents[1] / "collection_code.py")
+collection_code = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(collection_code)
+
+
 def _import_collection() -> dict[str, Any]:
     """The collection's power readers and name rule, imported from the collections path this file is installed in."""
-    here = Path(os.path.abspath(__file__))  # not resolved: an installed collection may be a link to a checkout
-    parents = here.parents
-    if len(parents) > 7 and (parents[6].name, parents[5].name, parents[4].name) == ("ansible_collections", "nodeguard", "failover"):
-        root = str(parents[7])
-        if root not in sys.path:
-            sys.path.insert(0, root)
-    try:
-        from ansible_collections.nodeguard.failover.plugins.module_utils.k8s import names
-        from ansible_collections.nodeguard.failover.plugins.module_utils.power import args, base, readers
-    except ImportError as e:
-        raise ImportError(
-            "nodeguard.failover.bmc_power_poll needs the collection nodeguard.failover installed in a collections path "
-            f"(.../ansible_collections/nodeguard/failover) and ansible-core; run it by FQCN, not by path ({e.name} not found)"
-        ) from None
-    return {"names": names, "base": base, "readers": readers, "power_keys": set(args.POWER_SUBOPTIONS)}
+    found = collection_code.import_module_utils(
+        __file__, "nodeguard.failover.bmc_power_poll", {"names": "k8s.names", "args": "power.args", "base": "power.base", "readers": "power.readers"}
+    )
+    return {"names": found["names"], "base": found["base"], "readers": found["readers"], "power_keys": set(found["args"].POWER_SUBOPTIONS)}
 
 
 def _secrets(power: dict) -> tuple:

@@ -24,10 +24,10 @@ from the collections path it is installed in: run it by FQCN, ``nodeguard.failov
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import logging
 import os
-import sys
 import threading
 import time
 import uuid
@@ -91,24 +91,26 @@ READY_STATES = ("True", "False", "Unknown")
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
 
 
+# extensions/eda/plugins/collection_code.py, loaded by its path: ansible-rulebook runs this file by path, not as a package
+_spec = importlib.util.spec_from_file_location("nodeguard_eda_collection_code", Path(os.path.abspath(__file__)).parents[1] / "collection_code.py")
+collection_code = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(collection_code)
+
+
 def _import_collection() -> dict[str, Any]:
     """The collection's name rule, storm rule and cluster client, from the collections path this file is installed in."""
-    here = Path(os.path.abspath(__file__))  # not resolved: an installed collection may be a link to a checkout
-    parents = here.parents
-    if len(parents) > 7 and (parents[6].name, parents[5].name, parents[4].name) == ("ansible_collections", "nodeguard", "failover"):
-        root = str(parents[7])
-        if root not in sys.path:
-            sys.path.insert(0, root)
-    try:
-        from ansible_collections.nodeguard.failover.plugins.module_utils.incident import nodes, safety
-        from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
-        from ansible_collections.nodeguard.failover.plugins.module_utils.k8s import client, names
-    except ImportError as e:
-        raise ImportError(
-            "nodeguard.failover.node_watch needs the collection nodeguard.failover installed in a collections path "
-            f"(.../ansible_collections/nodeguard/failover); run it by FQCN, not by path ({e.name} not found)"
-        ) from None
-    return {"names": names, "nodes": nodes, "safety": safety, "RefusedError": RefusedError, "client": client}
+    found = collection_code.import_module_utils(
+        __file__,
+        "nodeguard.failover.node_watch",
+        {"nodes": "incident.nodes", "safety": "incident.safety", "errors": "incident.errors", "client": "k8s.client", "names": "k8s.names"},
+    )
+    return {
+        "names": found["names"],
+        "nodes": found["nodes"],
+        "safety": found["safety"],
+        "RefusedError": found["errors"].RefusedError,
+        "client": found["client"],
+    }
 
 
 def checked_args(args: dict, api: dict) -> dict[str, Any]:

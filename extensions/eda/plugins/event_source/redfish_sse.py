@@ -32,7 +32,6 @@ import json
 import logging
 import math
 import os
-import sys
 import threading
 import time
 import uuid
@@ -123,36 +122,22 @@ MAX_EVENT = 1024 * 1024
 MAX_RECORDS = 64
 
 
-def _load_messages():
-    """The vendors' power messages and test-event marks: the one table (plugins/module_utils/power/redfish_messages.py,
-    pure Python), which the webhook filter redfish_power_events reads too. Loaded by path, as that filter does."""
-    path = Path(__file__).resolve().parents[4] / "plugins" / "module_utils" / "power" / "redfish_messages.py"
-    spec = importlib.util.spec_from_file_location("nodeguard_redfish_messages", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# extensions/eda/plugins/collection_code.py, loaded by its path: ansible-rulebook runs this file by path, not as a package
+_spec = importlib.util.spec_from_file_location("nodeguard_eda_collection_code", Path(os.path.abspath(__file__)).parents[1] / "collection_code.py")
+collection_code = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(collection_code)
 
-
-_messages = _load_messages()
+# the vendors' power messages and test-event marks: the one table (plugins/module_utils/power/redfish_messages.py, pure
+# Python), which the webhook filter redfish_power_events reads too
+_messages = collection_code.load_file(__file__, "plugins/module_utils/power/redfish_messages.py", "nodeguard_redfish_messages")
 
 
 def _import_collection() -> dict[str, Any]:
     """The collection's Redfish client, name rule and power option keys, from the collections path of this file."""
-    here = Path(os.path.abspath(__file__))  # not resolved: an installed collection may be a link to a checkout
-    parents = here.parents
-    if len(parents) > 7 and (parents[6].name, parents[5].name, parents[4].name) == ("ansible_collections", "nodeguard", "failover"):
-        root = str(parents[7])
-        if root not in sys.path:
-            sys.path.insert(0, root)
-    try:
-        from ansible_collections.nodeguard.failover.plugins.module_utils.k8s import names
-        from ansible_collections.nodeguard.failover.plugins.module_utils.power import args, base, redfish
-    except ImportError as e:
-        raise ImportError(
-            "nodeguard.failover.redfish_sse needs the collection nodeguard.failover installed in a collections path "
-            f"(.../ansible_collections/nodeguard/failover) and ansible-core; run it by FQCN, not by path ({e.name} not found)"
-        ) from None
-    return {"names": names, "base": base, "redfish": redfish, "power_keys": set(args.POWER_SUBOPTIONS)}
+    found = collection_code.import_module_utils(
+        __file__, "nodeguard.failover.redfish_sse", {"names": "k8s.names", "args": "power.args", "base": "power.base", "redfish": "power.redfish"}
+    )
+    return {"names": found["names"], "base": found["base"], "redfish": found["redfish"], "power_keys": set(found["args"].POWER_SUBOPTIONS)}
 
 
 def utc_time(epoch: float) -> str:
