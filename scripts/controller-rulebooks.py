@@ -78,6 +78,10 @@ def controller_variant(ruleset: list, templates: dict[str, str], base: str) -> l
                 if run.get("post_events"):
                     # the job's artifacts (node-outage's set_stats) come back as an event, as run_playbook's do
                     action["run_job_template"]["post_events"] = True
+                for name in ("retries", "delay"):
+                    # run_job_template retries a failed job as run_playbook retries a failed run
+                    if name in run:
+                        action["run_job_template"][name] = run[name]
     return variant
 
 

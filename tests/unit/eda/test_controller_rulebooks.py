@@ -68,4 +68,6 @@ def test_the_variant_launches_only_configure_awx_job_templates_with_the_bases_va
         assert launch["job_args"] == {"extra_vars": run["extra_vars"]}
         # node-outage's outcome (set_stats: the job's artifacts) comes back as the base's does: it arms the cool-down
         assert launch.get("post_events", False) == run.get("post_events", False)
+        # a failed job is retried as the base retries a failed run (a transient failure within the dedupe window)
+        assert (launch.get("retries"), launch.get("delay")) == (run.get("retries"), run.get("delay"))
         assert mine["condition"] == theirs["condition"] and mine.get("throttle") == theirs.get("throttle")
