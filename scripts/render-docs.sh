@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Render the module, filter and role reference (DOCUMENTATION, argument_specs) with antsibull-docs
-# into docs/modules/ as standalone reStructuredText (readable without Sphinx).
+# Render the incident roles' module options (scripts/render-role-options.py), then the module, filter and
+# role reference (DOCUMENTATION, argument_specs) with antsibull-docs into docs/modules/ as standalone
+# reStructuredText (readable without Sphinx).
 # Usage: scripts/render-docs.sh          rewrite docs/modules/
 #        scripts/render-docs.sh --check  fail if docs/modules/ is not what the code renders to
 set -euo pipefail
@@ -8,6 +9,14 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 export PATH="$repo/.venv/bin:$PATH"
 export ANSIBLE_CONFIG="$repo/ansible.cfg"   # finds the collection through .build/collections (make setup)
+
+# The incident roles' module options (argument_specs, defaults) come from the modules' argument specs first;
+# --check only compares them.
+if [ "${1:-}" = "--check" ]; then
+  python scripts/render-role-options.py --check
+else
+  python scripts/render-role-options.py
+fi
 
 out=$(mktemp -d -t nodeguard-docs.XXXXXX)
 trap 'rm -rf "$out"' EXIT

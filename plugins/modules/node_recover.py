@@ -35,6 +35,7 @@ author:
 extends_documentation_fragment:
   - nodeguard.failover.k8s_auth
   - nodeguard.failover.power
+  - nodeguard.failover.node_recover
 attributes:
   check_mode:
     support: full
@@ -42,48 +43,6 @@ attributes:
   diff_mode:
     support: none
     description: The result reports the record and plan instead of a diff.
-options:
-  node:
-    description: Name of the Node object.
-    type: str
-    required: true
-  job_id:
-    description:
-      - A label for this run, recorded in the incident record and the lock Lease. Defaults to C(user@host) of the controller.
-      - Not the lock's identity. Every run holds the node's lock under an identity of its own (label, host, process id,
-        random token), so no run takes over a live lock because it has the same O(job_id).
-    type: str
-  healthy_seconds:
-    description: How long the node must have been Ready before the taint goes.
-    type: int
-    default: 60
-  lock_namespace:
-    description: Namespace of the lock Leases.
-    type: str
-    default: nodeguard-system
-  history_namespace:
-    description:
-      - Namespace of the durable incident history, the ConfigMaps C(nodeguard-history-<node>) (C(deploy/rbac/) creates
-        C(nodeguard-history)). Only the history lives there, so the remediator's right to update ConfigMaps covers
-        nothing else.
-    type: str
-    default: nodeguard-history
-  lock_ttl_seconds:
-    description: Lease duration of the lock; the taint removal first confirms the lock with a conditional renew.
-    type: int
-    default: 120
-  lock_wait_seconds:
-    description:
-      - When another run (a node-outage still under way, perhaps orphaned by a killed ansible-playbook) holds the node's lock,
-        watch it for up to this many seconds. A holder that keeps renewing keeps the node; the lock is taken over only once
-        its Lease has not changed for its own duration as measured by this controller's clock.
-      - V(0) refuses at once, naming the holder.
-    type: int
-    default: 0
-  event_namespace:
-    description: Namespace for Events about the Node.
-    type: str
-    default: default
 seealso:
   - module: nodeguard.failover.node_outage
 """
@@ -152,6 +111,7 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import RECOVER_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
@@ -161,16 +121,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters imp
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.args import POWER_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers import reader_for
 
-OPTIONS = {
-    "node": {"type": "str", "required": True},
-    "job_id": {"type": "str"},
-    "healthy_seconds": {"type": "int", "default": 60},
-    "lock_namespace": {"type": "str", "default": "nodeguard-system"},
-    "history_namespace": {"type": "str", "default": "nodeguard-history"},
-    "lock_ttl_seconds": {"type": "int", "default": 120},
-    "lock_wait_seconds": {"type": "int", "default": 0},
-    "event_namespace": {"type": "str", "default": "default"},
-}
+OPTIONS = RECOVER_ARGUMENT_SPEC
 
 
 def main():

@@ -36,6 +36,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident import
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, replacements, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import outage_default
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
     MissingProofError,
     NodeReturnedError,
@@ -82,30 +83,30 @@ class OutageOptions:
     # The stock values; the module resolves them from the applied profile first (model/applied.py).
     not_ready_seconds: int = STOCK_REMEDIATION["not_ready_seconds"]
     lease_margin_seconds: int = STOCK_REMEDIATION["lease_margin_seconds"]
-    proof_timeout: int = 0
-    max_unhealthy: str = "40%"
-    allow_control_plane: bool = False
-    out_of_service_gate_enabled: bool = False
-    fence: bool = False
-    fence_retries: int = 5
-    fence_backoff_seconds: float = 5
-    fence_confirm_timeout: int = 120
-    lock_namespace: str = "nodeguard-system"
-    history_namespace: str = "nodeguard-history"  # only the history ConfigMaps live there (deploy/rbac/, docs/rbac.md)
-    lock_ttl_seconds: int = 120
-    lock_wait_seconds: int = 0
-    event_namespace: str = "default"
-    pod_delete_timeout: int = 60
-    detach_timeout: int = 360
-    delete_volume_attachments: bool = False
-    verify_replacements: bool = True
-    replacement_timeout: int = 600
-    poll_interval: float = 2.0
-    proof_max_age_seconds: int = 60
+    proof_timeout: int = outage_default("proof_timeout")
+    max_unhealthy: str = outage_default("max_unhealthy")
+    allow_control_plane: bool = outage_default("allow_control_plane")
+    out_of_service_gate_enabled: bool = outage_default("out_of_service_gate_enabled")
+    fence: bool = outage_default("fence")
+    fence_retries: int = outage_default("fence_retries")
+    fence_backoff_seconds: float = outage_default("fence_backoff_seconds")
+    fence_confirm_timeout: int = outage_default("fence_confirm_timeout")
+    lock_namespace: str = outage_default("lock_namespace")
+    history_namespace: str = outage_default("history_namespace")  # only the history ConfigMaps live there (deploy/rbac/, docs/rbac.md)
+    lock_ttl_seconds: int = outage_default("lock_ttl_seconds")
+    lock_wait_seconds: int = outage_default("lock_wait_seconds")
+    event_namespace: str = outage_default("event_namespace")
+    pod_delete_timeout: int = outage_default("pod_delete_timeout")
+    detach_timeout: int = outage_default("detach_timeout")
+    delete_volume_attachments: bool = outage_default("delete_volume_attachments")
+    verify_replacements: bool = outage_default("verify_replacements")
+    replacement_timeout: int = outage_default("replacement_timeout")
+    poll_interval: float = outage_default("poll_interval")
+    proof_max_age_seconds: int = outage_default("proof_max_age_seconds")
     # The power-event path: the event's RFC 3339 time (None: the heartbeat path) and how old it may be. How
     # often a live kubelet renews its Lease is read from the Lease itself (proofs.LeaseWatch).
     power_event_time: str | None = None
-    power_event_max_age_seconds: int = power_event.DEFAULT_MAX_AGE_SECONDS
+    power_event_max_age_seconds: int = outage_default("power_event_max_age_seconds")
 
 
 def _attestation_deadline(power, clock):

@@ -25,6 +25,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident import
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import recover_default
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError, RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
@@ -53,12 +54,12 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity 
 class RecoverOptions:
     node: str
     job_id: str
-    healthy_seconds: int = 60
-    lock_namespace: str = "nodeguard-system"
-    history_namespace: str = "nodeguard-history"
-    lock_ttl_seconds: int = 120
-    lock_wait_seconds: int = 0
-    event_namespace: str = "default"
+    healthy_seconds: int = recover_default("healthy_seconds")
+    lock_namespace: str = recover_default("lock_namespace")
+    history_namespace: str = recover_default("history_namespace")
+    lock_ttl_seconds: int = recover_default("lock_ttl_seconds")
+    lock_wait_seconds: int = recover_default("lock_wait_seconds")
+    event_namespace: str = recover_default("event_namespace")
 
 
 def recovery_checks(node: dict, lease, pods: list, power_reading, power_error, since, now: float, healthy_seconds) -> list:
