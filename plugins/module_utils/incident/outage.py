@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fenced non-graceful node failover for one node, as a resumable sequence of recorded steps.
 
-    safety rules -> lock -> prove (not-ready, lease-stale) -> [fence off] -> prove power-off
+    safety rules -> lock -> prove (not-ready, lease-stale: watched here) -> [fence off] -> prove power-off
     -> taint + record (one conditional write) -> force-delete pods -> wait for volume detach
     -> verify replacements -> outage-complete
 
@@ -55,7 +55,6 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan i
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
     LeaseWatch,
     Proof,
-    prove_lease_stale,
     prove_not_ready,
     prove_power_off,
     require_all,
@@ -149,14 +148,15 @@ class OutageRun:
         self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
         self.lease_seen = False
         self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
-        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the power-event path's silence, watched here
+        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the Lease's silence, watched here (both paths)
         self.power_proven_at = None  # monotonic time of the last power-off proof
         self.attestation_expires_at = _attestation_deadline(power, clock)  # monotonic; None: not an attestation
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
         self.first_off_at = None  # power-event path: monotonic time of the first Off reading (identity shown) of the pair
-        self.lease_silent_at = None  # power-event path: monotonic time at which the Lease's silence can be proven
+        self.lease_silent_at = None  # monotonic time at which the Lease's silence can be proven (None: unknown or never)
+        self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -275,14 +275,19 @@ class OutageRun:
         holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
         if self.event_time is not None:
             return self._prove_power_event(node)
-        now = self.clock.now()
+        lease = self.cluster.get_node_lease(self.o.node)
         proofs = [
-            prove_not_ready(node, now, self.o.not_ready_seconds),
-            prove_lease_stale(self.cluster.get_node_lease(self.o.node), now, self.o.lease_margin_seconds),
+            prove_not_ready(node, self.clock.now(), self.o.not_ready_seconds),
+            # Silence watched on our monotonic clock from this run's first read (the NotReady wait overlaps it).
+            self.lease_watch.proof(lease, name="lease-stale"),
         ]
+        self.lease_silent_at = self.lease_watch.silent_at(lease)
         api_proven = all(p.ok for p in proofs)
         # The second, confirming reading only when it can complete the proofs (no wait while they cannot).
         reading, error, identity = self._read_power(node, confirm=api_proven)
+        # Only the watch is missing (NotReady long enough, power not against it): the run waits for it, whatever proof_timeout.
+        power_may_hold = identity is not None and identity.ok and (reading.state == "off" or self.o.fence)
+        self.watch_pending = proofs[0].ok and power_may_hold and self._watch_can_complete(proofs[1])
         if self.o.fence and api_proven and reading is not None and reading.state != "off" and identity.ok:
             if self.check_mode:
                 self.facts["fence"] = f"power off via {self.power.method} (reads {reading.state.upper()} now), re-read until Off"
@@ -322,6 +327,7 @@ class OutageRun:
                 f"said Off at {format_time(self.event_time)}: its kubelet lives (its clock is not trusted either way); nothing was changed",
             )
         self.lease_silent_at = self.lease_watch.silent_at(lease)
+        self.watch_pending = self._watch_can_complete(proofs[0])
         reading, error, identity = self._power_event_reading(node, lease_silent=proofs[0].ok)
         proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
@@ -339,6 +345,10 @@ class OutageRun:
         self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
         require_all(proofs)
         return proofs
+
+    def _watch_can_complete(self, lease_proof: Proof) -> bool:
+        """True when the Lease proof failed only for want of watching time: no change seen, a watch this run can wait for."""
+        return not lease_proof.ok and self.lease_silent_at is not None
 
     def _power_event_reading(self, node: dict, lease_silent: bool) -> tuple:
         """(PowerReading, PowerError, IdentityVerdict) on the power-event path, where the two Off readings
@@ -400,9 +410,10 @@ class OutageRun:
 
     def _prove_in_time(self, node: dict) -> dict:
         """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
-        (an alert fired at the first NotReady). A node that is Ready again is refused at once. On the power-event
-        path the run always waits for the Lease's silence window (at most one renew interval plus the margin):
-        silence is watched, it cannot be read off a timestamp."""
+        (an alert fired at the first NotReady). A node that is Ready again is refused at once. When only the Lease
+        watch is missing, the run waits for it even past proof_timeout (at most one renew interval plus the margin,
+        LONGEST_LEASE_WATCH_SECONDS at most): silence is watched, it cannot be read off a timestamp. On the heartbeat
+        path the watch runs during the NotReady wait, so it costs nothing when the run starts at NotReady."""
         started = self.clock.monotonic()
         deadline = started + (0 if self.check_mode else self.o.proof_timeout)
         waiting = _RenewingClock(self.clock, self.lock)
@@ -415,12 +426,12 @@ class OutageRun:
                 if back:
                     error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
                     raise
-                silence_pending = self.lease_silent_at is not None and self.clock.monotonic() < self.lease_silent_at
-                if self.clock.monotonic() + self.o.poll_interval > deadline and not silence_pending:
+                left = deadline - self.clock.monotonic()
+                if left <= 0 and not self.watch_pending:
                     if self.o.proof_timeout > 0:
                         error.add_detail(f"re-checked for {self.clock.monotonic() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
-            waiting.sleep(self._until_next_check())
+            waiting.sleep(self._until_next_check() if left <= 0 else min(self._until_next_check(), left))
             node = self._get_node()
 
     def _until_next_check(self) -> float:
