@@ -233,9 +233,9 @@ def test_proof_timeout_waits_until_not_ready_long_enough():
     assert result["changed"] and has_out_of_service_taint(cluster.nodes["w3"])
     rec = records.read(cluster.nodes["w3"])
     waited = parse_time(rec["steps"]["prove"]["end"]) - parse_time(rec["steps"]["prove"]["start"])
-    # Polled every second until NotReady for 20s (T0 + 15) and the Lease unchanged as watched from here for its
-    # renew interval + margin (10 + 10 s, from T0), then Off confirmed 5s later.
-    assert 25 <= waited <= 26
+    # Polled until NotReady for 20s (T0 + 15) and the Lease unchanged as watched from here for its renew interval +
+    # margin (10 + 10 s, from T0). The Off pair was read during that wait: nothing follows it.
+    assert 20 <= waited <= 20.5
 
 
 def test_proof_timeout_gives_up_and_changes_nothing():
