@@ -143,8 +143,11 @@ def test_a_not_ready_worker_whose_lagging_kubelet_still_renews_is_refused_on_the
     started = time.monotonic()
     result = playbook(remediator, "node-outage", worker, node_outage_power_by_node={worker: off_hook(tmp_path, worker)})
     output = result.stdout + result.stderr
-    assert_refused_unchanged(lab, worker, result, before, "lease-stale: Lease renewed while watched")
-    assert "not-ready" not in output.split("Missing proof(s):", 1)[-1].split(".", 1)[0], output[-3000:]  # NotReady held
+    assert_refused_unchanged(lab, worker, result, before, "Missing proof(s): lease-stale.")  # NotReady and power held
+    # Usually seen changing by the watch; a renewal between the proof's read and the next one is seen as "renewed its
+    # Lease ... after this incident started" instead: refused too, by the same rule.
+    assert "its kubelet lives" in output, output[-3000:]
+    assert "Lease renewed while watched" in output or "renewed its Lease" in output, output[-3000:]
     assert record(lab, worker) is None and history_names(lab) == histories
     print(f"\nrefused after {time.monotonic() - started:.1f}s: "
           f"{[line for line in output.splitlines() if 'Missing proof' in line][:1]}")
