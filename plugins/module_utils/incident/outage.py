@@ -276,7 +276,8 @@ class OutageRun:
         return node
 
     def _prove(self, node: dict) -> list:
-        """Evaluate all three proofs (fencing first when asked and allowed). Raises MissingProofError.
+        """Evaluate all three proofs once: one check of the watch-while-waiting loop (_prove_in_time), reading the
+        Node, its Lease and its power. Fences first when asked and allowed. Raises MissingProofError.
 
         Power counts only from a device shown to be this node's (power/identity.py), and Off only when it
         holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
