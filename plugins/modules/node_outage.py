@@ -15,7 +15,8 @@ description:
     C(medik8s-leases/node-<node>), a FenceAgentsRemediation or SelfNodeRemediation for it, or an out-of-service taint
     without an open nodeguard record. Missing medik8s CRDs (404) mean no medik8s.
   - Then it proves the node is off, all three of; NotReady or Unknown in the API for O(not_ready_seconds);
-    its Lease not renewed for longer than its duration plus O(lease_margin_seconds);
+    its Lease unchanged while the run watches it on its own monotonic clock (from its first read, during that wait) for a
+    quarter of the Lease's leaseDurationSeconds plus O(lease_margin_seconds), its renewTime never compared with ours;
     an out-of-band source (O(power)) reading Off. With O(fence=true) it first powers the node off
     (action off, never reboot), with retries and backoff, and re-reads until Off.
   - It adds the taint C(node.kubernetes.io/out-of-service=nodeshutdown:NoExecute) together with the incident

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Fenced non-graceful node failover for one node, as a resumable sequence of recorded steps.
 
-    safety rules -> lock -> prove (not-ready, lease-stale) -> [fence off] -> prove power-off
+    safety rules -> lock -> prove (not-ready, lease-stale: watched here) -> [fence off] -> prove power-off
     -> taint + record (one conditional write) -> force-delete pods -> wait for volume detach
     -> verify replacements -> outage-complete
 
@@ -56,12 +56,11 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan i
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
     LeaseWatch,
     Proof,
-    prove_lease_stale,
     prove_not_ready,
     prove_power_off,
     require_all,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
@@ -74,6 +73,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity 
     read_once,
     read_with_identity,
 )
+
+# Proof-phase readings kept on the incident record (a Node annotation): a long wait keeps its first and last ones.
+MAX_READINGS_KEPT = 60
 
 
 @dataclass
@@ -150,14 +152,18 @@ class OutageRun:
         self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
         self.lease_seen = False
         self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
-        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the power-event path's silence, watched here
+        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the Lease's silence, watched here (both paths)
         self.power_proven_at = None  # monotonic time of the last power-off proof
         self.attestation_expires_at = _attestation_deadline(power, clock)  # monotonic; None: not an attestation
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
-        self.first_off_at = None  # power-event path: monotonic time of the first Off reading (identity shown) of the pair
-        self.lease_silent_at = None  # power-event path: monotonic time at which the Lease's silence can be proven
+        self.first_off_at = None  # monotonic time of the first Off reading (identity shown) of the pair, both paths
+        self.lease_silent_at = None  # monotonic time at which the Lease's silence can be proven (None: unknown or never)
+        self.not_ready_at = None  # heartbeat path: monotonic time at which NotReady will have lasted not_ready_seconds
+        self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
+        self.readings = []  # what the proof phase read, and when: the incident timeline's proof rows (_note)
+        self.noted = set()  # the once-only readings already noted (the Lease watch's end, NotReady long enough)
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
@@ -244,6 +250,7 @@ class OutageRun:
                 lease = self.cluster.get_node_lease(self.o.node)
                 self.lease_baseline = ((lease or {}).get("spec") or {}).get("renewTime")
                 self.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
+                self._note("lease", f"watch started (renewTime {self.lease_baseline}: the kubelet's clock, not compared)")
                 self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
@@ -270,20 +277,29 @@ class OutageRun:
         return node
 
     def _prove(self, node: dict) -> list:
-        """Evaluate all three proofs (fencing first when asked and allowed). Raises MissingProofError.
+        """Evaluate all three proofs once: one check of the watch-while-waiting loop (_prove_in_time), reading the
+        Node, its Lease and its power. Fences first when asked and allowed. Raises MissingProofError.
 
         Power counts only from a device shown to be this node's (power/identity.py), and Off only when it
         holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
         if self.event_time is not None:
             return self._prove_power_event(node)
-        now = self.clock.now()
+        lease = self.cluster.get_node_lease(self.o.node)
+        since = None if is_ready(node) else ready_since(node)
+        self.not_ready_at = None if since is None else self.clock.monotonic() + since + self.o.not_ready_seconds - self.clock.now()
         proofs = [
-            prove_not_ready(node, now, self.o.not_ready_seconds),
-            prove_lease_stale(self.cluster.get_node_lease(self.o.node), now, self.o.lease_margin_seconds),
+            prove_not_ready(node, self.clock.now(), self.o.not_ready_seconds),
+            # Silence watched on our monotonic clock from this run's first read (the NotReady wait overlaps it).
+            self.lease_watch.proof(lease, name="lease-stale"),
         ]
+        self.lease_silent_at = self.lease_watch.silent_at(lease)
+        self._note_held(proofs)
         api_proven = all(p.ok for p in proofs)
-        # The second, confirming reading only when it can complete the proofs (no wait while they cannot).
-        reading, error, identity = self._read_power(node, confirm=api_proven)
+        # Power is read on every check of the wait, so the Off pair is complete when the other proofs hold.
+        reading, error, identity = self._off_pair_reading(node, others_hold=api_proven)
+        # Only the watch is missing (NotReady long enough, power not against it): the run waits for it, whatever proof_timeout.
+        power_may_hold = identity is not None and identity.ok and (reading.state == "off" or self.o.fence)
+        self.watch_pending = proofs[0].ok and power_may_hold and self._watch_can_complete(proofs[1])
         if self.o.fence and api_proven and reading is not None and reading.state != "off" and identity.ok:
             if self.check_mode:
                 self.facts["fence"] = f"power off via {self.power.method} (reads {reading.state.upper()} now), re-read until Off"
@@ -323,7 +339,9 @@ class OutageRun:
                 f"said Off at {format_time(self.event_time)}: its kubelet lives (its clock is not trusted either way); nothing was changed",
             )
         self.lease_silent_at = self.lease_watch.silent_at(lease)
-        reading, error, identity = self._power_event_reading(node, lease_silent=proofs[0].ok)
+        self.watch_pending = self._watch_can_complete(proofs[0])
+        self._note_held(proofs)
+        reading, error, identity = self._off_pair_reading(node, others_hold=proofs[0].ok)
         proofs.append(prove_power_off(reading, error, identity))
         self.facts["proofs"] = [p.as_dict() for p in proofs]
         self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
@@ -341,40 +359,70 @@ class OutageRun:
         require_all(proofs)
         return proofs
 
-    def _power_event_reading(self, node: dict, lease_silent: bool) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict) on the power-event path, where the two Off readings
-        overlap the wait for the Lease: the first Off reading is remembered, and once the Lease is silent a
-        reading at least off_confirm_seconds after it confirms Off (the run waits only for what is left of
-        that interval). A reading that is not Off with identity shown starts the pair again."""
+    def _watch_can_complete(self, lease_proof: Proof) -> bool:
+        """True when the Lease proof failed only for want of watching time: no change seen, a watch this run can wait for."""
+        return not lease_proof.ok and self.lease_silent_at is not None
+
+    def _off_pair_reading(self, node: dict, others_hold: bool) -> tuple:
+        """(PowerReading, PowerError, IdentityVerdict) of the power reading taken at this check of the wait (both
+        paths): the two Off readings overlap the wait for the other proofs (NotReady, the Lease watch) instead of
+        following it. The first Off reading (identity shown) is remembered; once the other proofs hold, a reading
+        at least off_confirm_seconds after it confirms Off, and it is the one taken now, so the last reading is
+        fresh (the run sleeps only for what is left of that interval). A reading that is not Off with identity
+        shown starts the pair again. A manual attestation is read once."""
         waiting = _RenewingClock(self.clock, self.lock)
         try:
             while True:
                 reading, identity = read_with_identity(self.power, node)
+                self._note_power_reading(reading, identity)
                 if reading.state != "off" or not identity.ok:
+                    if self.first_off_at is not None and identity.ok:
+                        apart = self.clock.monotonic() - self.first_off_at
+                        reading = reading._replace(detail=f"read OFF, then {reading.state.upper()} {apart:.0f}s later (rebooting?): {reading.detail}")
                     self.first_off_at = None
                     return reading, None, identity
                 if self.first_off_at is None:
                     self.first_off_at = self.clock.monotonic()
                 apart = self.clock.monotonic() - self.first_off_at
-                if not lease_silent:
-                    return reading._replace(detail=f"OFF, first reading (confirmed once the Lease is silent): {reading.detail}"), None, identity
                 if is_statement(self.power):
                     return read_once(reading), None, identity
+                if not others_hold:
+                    return reading._replace(detail=f"OFF for {apart:.0f}s so far (confirmed once the other proofs hold): {reading.detail}"), None, identity
                 if apart >= off_confirm_seconds(self.power):
                     return reading._replace(detail=f"OFF in two readings {apart:.0f}s apart: {reading.detail}"), None, identity
                 waiting.sleep(off_confirm_seconds(self.power) - apart)
         except PowerError as e:
             self.first_off_at = None
+            self._note("power", f"unreadable: {e}")
             return None, e, None
 
-    def _read_power(self, node: dict, incident: str | None = None, confirm: bool = True) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict): one reading, confirmed (``confirm``) by a second one
-        some seconds later when it reads Off (confirm_off). The waits renew the lock. ``incident``: the open
-        incident id (after the taint), which a manual attestation naming an incident must match."""
+    def _note_power_reading(self, reading, identity) -> None:
+        shown = "identity shown" if identity.ok else "identity NOT shown"
+        self._note("power", f"{reading.state.upper()} ({reading.method}, {shown})")
+
+    def _note_held(self, proofs: list) -> None:
+        """On the timeline: the moment each of these proofs first held (NotReady long enough, the Lease silent)."""
+        for proof in proofs:
+            if proof.ok and proof.name not in self.noted:
+                self.noted.add(proof.name)
+                self._note(proof.name, f"holds: {proof.detail}")
+
+    def _note(self, what: str, result: str) -> None:
+        """One reading of the proof phase, on the incident's timeline (timeline.py): what was read, when (wall clock,
+        for the record only) and what it showed. A long wait keeps its first and its last readings."""
+        self.readings.append({"time": format_micro_time(self.clock.now()), "reading": what, "result": result})
+        if len(self.readings) > MAX_READINGS_KEPT:  # drop the oldest power reading past the first few
+            dropped = next((i for i, r in enumerate(self.readings) if i >= MAX_READINGS_KEPT // 4 and r["reading"] == "power"), None)
+            if dropped is not None:
+                del self.readings[dropped]
+
+    def _read_power(self, node: dict, incident: str | None = None) -> tuple:
+        """(PowerReading, PowerError, IdentityVerdict): one reading, confirmed by a second one some seconds later
+        when it reads Off (confirm_off). The waits renew the lock. ``incident``: the open incident id (after the
+        taint), which a manual attestation naming an incident must match."""
         try:
             reading, identity = read_with_identity(self.power, node, incident)
-            if confirm:
-                reading, identity = confirm_off(self.power, node, _RenewingClock(self.clock, self.lock), (reading, identity), incident=incident)
+            reading, identity = confirm_off(self.power, node, _RenewingClock(self.clock, self.lock), (reading, identity), incident=incident)
         except PowerError as e:
             return None, e, None
         return reading, None, identity
@@ -400,10 +448,13 @@ class OutageRun:
         return reading, None, identity
 
     def _prove_in_time(self, node: dict) -> dict:
-        """Prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
-        (an alert fired at the first NotReady). A node that is Ready again is refused at once. On the power-event
-        path the run always waits for the Lease's silence window (at most one renew interval plus the margin):
-        silence is watched, it cannot be read off a timestamp."""
+        """Watch while waiting: prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
+        (an alert fired at the first NotReady). Each check reads the Node (NotReady), its Lease (the watch) and its
+        power (the Off pair, _off_pair_reading) on one monotonic schedule (_until_next_check), so the proofs run in
+        parallel with the waits. A node that is Ready again is refused at once. When only the Lease
+        watch is missing, the run waits for it even past proof_timeout (at most one renew interval plus the margin,
+        LONGEST_LEASE_WATCH_SECONDS at most): silence is watched, it cannot be read off a timestamp. On the heartbeat
+        path the watch runs during the NotReady wait, so it costs nothing when the run starts at NotReady."""
         started = self.clock.monotonic()
         deadline = started + (0 if self.check_mode else self.o.proof_timeout)
         waiting = _RenewingClock(self.clock, self.lock)
@@ -416,20 +467,20 @@ class OutageRun:
                 if back:
                     error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
                     raise
-                silence_pending = self.lease_silent_at is not None and self.clock.monotonic() < self.lease_silent_at
-                if self.clock.monotonic() + self.o.poll_interval > deadline and not silence_pending:
+                left = deadline - self.clock.monotonic()
+                if left <= 0 and not self.watch_pending:
                     if self.o.proof_timeout > 0:
                         error.add_detail(f"re-checked for {self.clock.monotonic() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
                     raise
-            waiting.sleep(self._until_next_check())
+                waiting.sleep(self._until_next_check() if left <= 0 else min(self._until_next_check(), left))
             node = self._get_node()
 
     def _until_next_check(self) -> float:
-        """The poll interval, or less when the missing proof is known to hold sooner: on the power-event path
-        the Lease is silent at a time known in advance, and every second counts there."""
-        if self.lease_silent_at is None:
-            return self.o.poll_interval
-        return min(self.o.poll_interval, max(0.1, self.lease_silent_at - self.clock.monotonic() + 0.1))
+        """The poll interval, or less when a missing proof is known to hold sooner: the Lease watch ends, and NotReady
+        has lasted not_ready_seconds, at times known in advance; every second counts there."""
+        now = self.clock.monotonic()
+        due = [at - now + 0.1 for at in (self.lease_silent_at, self.not_ready_at) if at is not None and at > now]
+        return min([self.o.poll_interval, *due])
 
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
         self._require_attestation_unused()
@@ -449,6 +500,7 @@ class OutageRun:
             records.start_step(rec, "fence", proven)
             records.end_step(rec, "fence", proven, "skipped")
         rec["proofs"] = self.facts["proofs"]
+        rec["readings"] = self.readings
         rec["power"] = self.facts["power"]
         rec["pods"] = {
             "moved": self.facts["pods"]["delete"],

@@ -3,12 +3,13 @@
 """The power-off proofs. All must hold before the first destructive step.
 
 1. not-ready:   the API has seen the node NotReady/Unknown for at least ``min_seconds``.
-2. lease-stale: the node's Lease was not renewed for longer than its duration plus a margin.
+2. lease-stale: the node's Lease not changed while this controller watched it, on its own monotonic clock, for
+                one renew interval (a quarter of the Lease's leaseDurationSeconds) plus a margin, so a live
+                kubelet would have renewed it meanwhile (LeaseWatch). The watch starts at the run's first read
+                and runs during the NotReady wait. The renewTime is the kubelet's clock: shown, never compared.
 3. power-off:   an out-of-band source (BMC, fence agent, cloud hook, or a recorded attestation) reads Off
                 twice some seconds apart, AND that source is shown to be this node's (power/identity.py).
-On the power-event path (power_event.py) 1 and 2 are replaced by lease-silent: the Lease not changed while
-this controller watched it, on its own monotonic clock, for one renew interval (a quarter of the Lease's
-leaseDurationSeconds) plus a margin, so a live kubelet would have renewed it meanwhile (LeaseWatch).
+On the power-event path (power_event.py) 1 is not required and 2 is called lease-silent (the same LeaseWatch).
 Each alone can lie: a partition looks like 1 and 2; a BMC mapped to the wrong machine reads that machine's
 Off. The identity check closes the second case only as far as the device can show identity: a Redfish UUID
 or IPMI GUID compared with the Node's systemUUID is evidence; a fence agent plug, an attestation, or a
@@ -22,11 +23,11 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import MissingProofError
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
-    lease_age,
-    ready_since,
-    ready_status,
-)
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import ready_since, ready_status
+
+# The longest Lease watch a run waits for (renew interval plus margin). A Lease that asks for more (a very long
+# leaseDurationSeconds) cannot have its silence shown in one run: refused with a message saying so.
+LONGEST_LEASE_WATCH_SECONDS = 120
 
 
 class Proof(NamedTuple):
@@ -51,18 +52,6 @@ def prove_not_ready(node: dict, now: float, min_seconds: float) -> Proof:
     return Proof("not-ready", True, f"node is {status} for {age:.0f}s (need {min_seconds:.0f}s)")
 
 
-def prove_lease_stale(lease, now: float, margin_seconds: float) -> Proof:
-    if lease is None:
-        return Proof("lease-stale", False, "node has no Lease in kube-node-lease, staleness cannot be shown")
-    age, duration = lease_age(lease, now)
-    if age is None:
-        return Proof("lease-stale", False, "node Lease has no renewTime")
-    limit = duration + margin_seconds
-    if age <= limit:
-        return Proof("lease-stale", False, f"Lease renewed {age:.0f}s ago, not older than {duration}s + {margin_seconds:.0f}s")
-    return Proof("lease-stale", True, f"Lease renewed {age:.0f}s ago (> {duration}s + {margin_seconds:.0f}s)")
-
-
 def lease_token(lease) -> str:
     """What a Lease looks like, as an opaque token: its resourceVersion and renewTime, never read as a time."""
     spec = (lease or {}).get("spec") or {}
@@ -79,7 +68,8 @@ def lease_renew_interval(lease):
 
 
 class LeaseWatch:
-    """A node Lease watched on this controller's monotonic clock (the power-event path's liveness proof).
+    """A node Lease watched on this controller's monotonic clock: the liveness proof of both paths
+    (``lease-stale`` on the heartbeat path, ``lease-silent`` on the power-event path).
 
     The first read starts the watch. Any later read that shows another token (resourceVersion, renewTime)
     means its kubelet renewed it: it lives. Silence is proven once the token has not changed for the
@@ -109,27 +99,40 @@ class LeaseWatch:
         return None if interval is None else interval + self.margin
 
     def silent_at(self, lease):
-        """Monotonic time at which silence will be proven, if the Lease stays as it is."""
+        """Monotonic time at which silence will be proven, if the Lease stays as it is; None when it never can be
+        in this run (no Lease, no duration, a change already seen, or a watch longer than LONGEST_LEASE_WATCH_SECONDS)."""
         needed = self.needed(lease)
-        if self.first is None or needed is None:
+        if self.first is None or needed is None or self.changed_to is not None or needed > LONGEST_LEASE_WATCH_SECONDS:
             return None
         return self.first[2] + needed
 
-    def proof(self, lease) -> Proof:
+    def pending(self, lease) -> bool:
+        """True while silence is not proven yet but will be, by waiting alone, at silent_at."""
+        at = self.silent_at(lease)
+        return at is not None and self.clock.monotonic() < at
+
+    def proof(self, lease, name: str = "lease-silent") -> Proof:
         self.observe(lease)
         if lease is None:
-            return Proof("lease-silent", False, "node has no Lease in kube-node-lease, its silence cannot be shown")
+            return Proof(name, False, "node has no Lease in kube-node-lease, its silence cannot be shown")
         interval = lease_renew_interval(lease)
         if interval is None:
-            return Proof("lease-silent", False, "node Lease has no leaseDurationSeconds: its renew interval is unknown")
+            return Proof(name, False, "node Lease has no leaseDurationSeconds: its renew interval is unknown")
         if self.changed_to is not None:
-            return Proof("lease-silent", False, f"Lease renewed while watched (renewTime {self.first[1]} -> {self.changed_to}): its kubelet lives")
-        watched = self.clock.monotonic() - self.first[2]
+            return Proof(name, False, f"Lease renewed while watched (renewTime {self.first[1]} -> {self.changed_to}): its kubelet lives")
         need = f"renew interval {interval:g}s (leaseDurationSeconds/4) + margin {self.margin:g}s"
+        if self.needed(lease) > LONGEST_LEASE_WATCH_SECONDS:
+            return Proof(
+                name,
+                False,
+                f"the Lease's silence cannot be watched in one run: {need} is longer than {LONGEST_LEASE_WATCH_SECONDS}s "
+                "(lower the kubelet's nodeLeaseDurationSeconds)",
+            )
+        watched = self.clock.monotonic() - self.first[2]
         if watched < self.needed(lease):
-            return Proof("lease-silent", False, f"Lease unchanged for {watched:.1f}s as watched from here, not yet {need}")
+            return Proof(name, False, f"Lease unchanged for {watched:.1f}s as watched from here, not yet {need}")
         return Proof(
-            "lease-silent",
+            name,
             True,
             f"Lease unchanged for {watched:.1f}s as watched from here (>= {need}; renewTime {self.first[1]} by the kubelet's clock, "
             "not compared): the kubelet missed its renewal",

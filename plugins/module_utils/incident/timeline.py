@@ -1,6 +1,9 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The incident timeline, from the power event or the first NotReady to Ready again, as rows and as a plain-text table."""
+"""The incident timeline, from the power event or the first NotReady to Ready again, as rows and as a plain-text table.
+
+Between the start and the proofs come the proof phase's readings (record ``readings``: each power reading, the Lease
+watch's start, the moment NotReady and the Lease's silence first held), so the overlap of the proofs with the waits shows."""
 
 from __future__ import annotations
 
@@ -25,7 +28,13 @@ def rows(record: dict) -> list:
     (power-event path) or the first NotReady."""
     origin = parse_time((record.get("power_event") or {}).get("time") or record.get("first_not_ready"))
     result = []
+    readings = [(r["time"], f"{r['reading']}: {r['result']}") for r in record.get("readings") or [] if r.get("time")]
     for field, step, label in _MILESTONES:
+        if field == "steps" and readings:  # the proof phase's readings come before the first step
+            for stamp, label_of_reading in readings:
+                origin = origin if origin is not None else parse_time(stamp)
+                result.append({"event": label_of_reading, "time": stamp, "seconds": round(parse_time(stamp) - origin, 1)})
+            readings = []
         if step is None:
             stamp = record.get(field)
         elif field != "steps":

@@ -8,6 +8,11 @@
    images' recipes, and the images cannot be rebuilt where the suite runs without Debian's mirror.) The power-event
    run watches the Lease on its own clock, sees it change, and refuses [lease-renewed]; nothing changes. (On 08a3975
    it was tainted: the renewTime was compared with our clock.)
+   The same clock on the heartbeat path: a worker whose kubelet is stopped, its Node patched NotReady (status
+   subresource, as a kubelet reporting a runtime fault writes it) and its Lease still renewed by the test, with a
+   renewTime 60 s behind. The BMC (hook) says Off. node-outage on the heartbeat path, proof_timeout 0, watches the
+   Lease on its own clock during its wait, sees it renewed, and refuses [lease-stale]; nothing changes. (On 6b81389
+   the renewTime was compared with our clock, the run proceeded past the lease proof and tainted the worker.)
 2. Power read at the point of action (item 10): a worker is powered off at its Redfish BMC and the power-event run
    starts. Its power source is a command hook that reads the worker's real BMC (PowerState and UUID) and, right after
    the proof's second Off reading, powers the machine back on (ResetType On). The run must not complete: the power
@@ -97,6 +102,55 @@ def test_a_live_worker_whose_clock_lags_60s_is_refused_on_the_power_event_path(l
     assert "changed while this run watched it" in output or "after the power event" in output, output[-3000:]
     assert record(lab, worker) is None and history_names(lab) == histories
     assert lab.node_ready(worker)
+
+
+def not_ready_status(since: datetime) -> str:
+    """A strategic merge patch of the Node's status: Ready False since ``since``, as a kubelet with a dead runtime says."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    ready = {"type": "Ready", "status": "False", "reason": "KubeletNotReady", "lastHeartbeatTime": now,
+             "lastTransitionTime": since.strftime("%Y-%m-%dT%H:%M:%SZ"),
+             "message": "container runtime network not ready: NetworkReady=false (lab test)"}
+    return json.dumps({"status": {"conditions": [ready]}})
+
+
+@pytest.fixture()
+def not_ready_lagging_worker(lab):
+    """A worker whose kubelet is stopped, NotReady in the API for 30 s, and whose Lease is still renewed every
+    renew interval with a renewTime LAG seconds behind. Its kubelet is started again afterwards."""
+    lab.reset_lab()
+    worker = lab.worker_names()[0]
+    try:
+        lab.podman("exec", worker, "systemctl", "stop", "kubelet")
+        with lagging_lease(lab, worker, LAG) as errors:
+            since = datetime.now(UTC) - timedelta(seconds=30)
+            lab.kubectl("patch", "node", worker, "--subresource=status", "-p", not_ready_status(since))
+            lab.wait_for(lambda: not lab.node_ready(worker), timeout=30, what=f"{worker} NotReady")
+            lab.wait_for(lambda: lease_renew_time(lab, worker) < time.time() - LAG + 5, timeout=30,
+                         what=f"{worker}'s Lease renewTime {LAG}s behind")
+            yield worker
+            assert len(errors) < 5, errors[:5]
+    finally:
+        lab.podman("exec", worker, "systemctl", "start", "kubelet", check=False)
+        lab.wait_for(lambda: lab.node_ready(worker), timeout=120, what=f"{worker} Ready again")
+        lab.kubectl("delete", "configmap", "-n", HISTORY_NAMESPACE, f"nodeguard-history-{worker}", "--ignore-not-found", check=False)
+
+
+def test_a_not_ready_worker_whose_lagging_kubelet_still_renews_is_refused_on_the_heartbeat_path(
+        lab, remediator, not_ready_lagging_worker, tmp_path):
+    worker = not_ready_lagging_worker
+    assert time.time() - lease_renew_time(lab, worker) > LAG - 5  # older than 40 s + 5 s by our clock
+    before, histories = state(lab, worker), history_names(lab)
+    started = time.monotonic()
+    result = playbook(remediator, "node-outage", worker, node_outage_power_by_node={worker: off_hook(tmp_path, worker)})
+    output = result.stdout + result.stderr
+    assert_refused_unchanged(lab, worker, result, before, "Missing proof(s): lease-stale.")  # NotReady and power held
+    # Usually seen changing by the watch; a renewal between the proof's read and the next one is seen as "renewed its
+    # Lease ... after this incident started" instead: refused too, by the same rule.
+    assert "its kubelet lives" in output, output[-3000:]
+    assert "Lease renewed while watched" in output or "renewed its Lease" in output, output[-3000:]
+    assert record(lab, worker) is None and history_names(lab) == histories
+    print(f"\nrefused after {time.monotonic() - started:.1f}s: "
+          f"{[line for line in output.splitlines() if 'Missing proof' in line][:1]}")
 
 
 PROXY_HOOK = """#!{python}

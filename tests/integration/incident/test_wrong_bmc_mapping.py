@@ -87,7 +87,7 @@ def test_fencing_through_another_workers_bmc_is_refused_and_powers_nothing(lab, 
         remediator, "node-outage", target, node_outage_fence=True, node_outage_power_by_node={target: bmc_of(other)}, **ONLY_THIS_MAPPING
     )
     assert_refused_unchanged(lab, target, result, before, f"is NOT node {target}'s systemUUID")
-    assert "Missing proof(s): power-off" in result.stdout
+    assert "Missing proof(s): lease-stale, power-off" in result.stdout  # refused at once: the Lease watch had no time
     assert lab.container_state(other) == "running", "the other worker was powered off"
     assert lab.container_state(target) == "running"
     assert state(lab, other)["out_of_service_taint"] == other_before["out_of_service_taint"]

@@ -62,6 +62,42 @@ def test_a_live_kubelet_whose_clock_lags_60s_is_refused_on_the_power_event_path(
     assert not [c for c in cluster.calls if c[0] in DESTRUCTIVE]
 
 
+def test_a_live_kubelet_whose_clock_lags_60s_is_refused_on_the_heartbeat_path():
+    # NotReady in the API for 10 minutes (its kubelet reports NotReady: a runtime fault) while it renews its Lease
+    # with a clock 60 s behind; the BMC wrongly reads Off. The renewTime is 60 s old by our clock, older than the
+    # Lease's 40 s + 10 s margin: before the Lease was watched on the heartbeat path, w3 was tainted and its pods deleted.
+    cluster, clock, power = setup("off")
+    lagging_kubelet(cluster, clock)
+    before = cluster.snapshot()
+    with pytest.raises(ProofError, match=r"lease-stale: Lease renewed while watched.*kubelet lives") as raised:
+        OutageRun(cluster, power, options(), clock).run()  # proof_timeout 0: waits for the watch, sees the renewal
+    assert "renewTime" in str(raised.value)
+    assert cluster.snapshot() == before
+    assert not [c for c in cluster.calls if c[0] in DESTRUCTIVE]
+
+
+def test_a_heartbeat_run_waits_for_the_lease_watch_instead_of_refusing_without_proof_timeout():
+    # Started long after NotReady (an alert with for: 60s) with the default proof_timeout 0: the Lease (duration 40 s,
+    # renewTime 10 minutes old by the kubelet's clock) must still be seen unchanged for 10 s + 10 s from here.
+    cluster, clock, power = setup("off")
+    OutageRun(cluster, power, options(), clock).run()
+    rec = records.read(cluster.nodes["w3"])
+    proven = {p["name"]: p for p in rec["proofs"]}
+    assert proven["lease-stale"]["ok"] and "unchanged for 20.0s as watched from here" in proven["lease-stale"]["detail"]
+    assert "not compared" in proven["lease-stale"]["detail"]
+    assert rec["steps"]["prove"]["end"] >= format_time(T0 + 20)
+
+
+def test_a_heartbeat_run_refuses_at_once_when_the_lease_cannot_be_watched_long_enough():
+    cluster, clock, power = setup("off")
+    cluster.node_leases["w3"]["spec"]["leaseDurationSeconds"] = 3600  # 900 s + margin: more than one run waits
+    before = cluster.snapshot()
+    with pytest.raises(ProofError, match=r"lease-stale: the Lease's silence cannot be watched in one run"):
+        OutageRun(cluster, power, options(), clock).run()
+    assert cluster.snapshot() == before
+    assert clock.sleeps == []  # no wait that cannot end in a proof
+
+
 def test_the_lease_watch_counts_on_the_monotonic_clock_and_reads_the_interval_off_the_lease():
     clock = FakeClock()
     watch = LeaseWatch(clock, 3)

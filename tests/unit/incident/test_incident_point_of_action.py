@@ -9,32 +9,25 @@ never reports "outage complete" while the node is back."""
 import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NodeReturnedError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import CLUSTER_LOCK_NAME
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
-from incident_fakes import T0, FakePower
+from incident_fakes import T0
 from incident_scenario import options, setup
 
 DESTRUCTIVE = ("force_delete_pod", "delete_volume_attachment")
 
 
-class PowerOnAfter(FakePower):
-    """A BMC whose machine is powered on right after its ``readings``-th status reading."""
-
-    def __init__(self, readings):
-        super().__init__("off")
-        self.left = readings
-
-    def status(self):
-        reading = super().status()
-        self.left -= 1
-        if self.left == 0:
-            self.state = "on"
-        return reading
-
-
 def test_a_power_on_just_after_the_second_off_reading_stops_the_run_before_the_taint():
-    cluster, clock, _power = setup()
-    power = PowerOnAfter(2)  # the proof's two Off readings, then On
+    cluster, clock, power = setup()
+    create_lease = cluster.create_lease
+
+    def power_on_once_proven(namespace, body):
+        if body["metadata"]["name"] == CLUSTER_LOCK_NAME:  # the proofs hold (the last Off reading is taken): power on
+            power.state = "on"
+        return create_lease(namespace, body)
+
+    cluster.create_lease = power_on_once_proven
     before = cluster.snapshot()
     with pytest.raises(NodeReturnedError, match=r"power reads ON right before the taint.*nothing was changed"):
         OutageRun(cluster, power, options(), clock).run()

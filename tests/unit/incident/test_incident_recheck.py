@@ -5,6 +5,7 @@ import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError, ProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NodeReturnedError, RefusedError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import CLUSTER_LOCK_NAME
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
@@ -135,16 +136,14 @@ def test_lease_renewed_while_the_proofs_wait_stops_at_once():
 
 def test_lease_renewed_after_the_proofs_prevents_the_taint():
     cluster, clock, power = setup()
-    reads = {"n": 0}
-    real = cluster.get_node_lease
+    create_lease = cluster.create_lease
 
-    def get_node_lease(name):
-        reads["n"] += 1
-        if reads["n"] > 2:  # after the baseline and the proof: renewed, though still older than stale
+    def renew_once_proven(namespace, body):
+        if body["metadata"]["name"] == CLUSTER_LOCK_NAME:  # the proofs hold, the taint's read is next: renewed now
             cluster.node_leases["w3"] = lease("w3", T0 - 100)
-        return real(name)
+        return create_lease(namespace, body)
 
-    cluster.get_node_lease = get_node_lease
+    cluster.create_lease = renew_once_proven
     refused_without_change(cluster, clock, power, NodeReturnedError, "renewed its Lease")
 
 
