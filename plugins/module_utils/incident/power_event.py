@@ -30,7 +30,6 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times 
 TRIGGER = "power-event"
 HEARTBEAT = "heartbeat"
 MAX_CLOCK_SKEW_SECONDS = 30
-DEFAULT_MAX_AGE_SECONDS = 300
 
 # RFC 3339 date-time with a time zone (Z or an offset); fractions up to nanoseconds. A space for the T, as
 # RFC 3339 allows: an unquoted time in a YAML vars file reaches the module as str(datetime), with a space.
