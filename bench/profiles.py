@@ -29,7 +29,11 @@ if str(_COLLECTIONS) not in sys.path:
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import PRESET_NAMES  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile  # noqa: E402
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediated import remediated_timeline  # noqa: E402
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediated import (  # noqa: E402
+    IN_ORDER,
+    OVERLAPPED,
+    remediated_timeline,
+)
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import (  # noqa: E402
     STOCK_REMEDIATION,
     remediation_settings,
@@ -100,7 +104,8 @@ def model_prediction(name: str, node_count: int) -> dict | None:
 
 
 def remediated_prediction(name: str, trigger: str | None = None) -> dict:
-    """The model's remediated timeline of a measured profile, in main's proof order and overlapped (issue 23).
+    """The model's remediated timeline of a measured profile, per proof order: {OVERLAPPED: node-outage today,
+    IN_ORDER: commit 75c96f0, which measured the page's rows} (model/remediated.py).
 
     The presets are applied with tune-failover, so node-outage waits their remediation.not_ready_seconds; the
     reference profiles are written without it, a cluster never tuned: node-outage's stock 60 s. power-event is
@@ -112,5 +117,4 @@ def remediated_prediction(name: str, trigger: str | None = None) -> dict:
         raise ValueError(f"{name}: {problems[0][1]}")
     trigger = trigger or ("power-event" if name in EVENT_LED_PROFILES else "node-watch")
     remediation = remediation_settings(timings) if name in PRESETS else None
-    return {overlapped: remediated_timeline(timings, trigger, remediation, overlapped=overlapped)
-            for overlapped in (False, True)}
+    return {order: remediated_timeline(timings, trigger, remediation, proof_order=order) for order in (IN_ORDER, OVERLAPPED)}

@@ -68,25 +68,25 @@ def measured_trigger(entry: dict) -> str:
 
 
 def remediated_prediction_lines(results: dict, predict=None) -> list[str]:
-    """Every measured remediated row (`statefulset_replaced`, the stand-in victim) next to the model's prediction
-    (plugins/module_utils/model/remediated.py): main's proof order, the difference, the overlapped order of
-    issue 23 and which wait the taint follows in the model."""
+    """Every measured remediated row (`statefulset_replaced`, the stand-in victim) next to the model's predictions
+    (plugins/module_utils/model/remediated.py): for the proof order of commit 75c96f0, which measured the rows, with
+    the difference, then for node-outage today (proofs overlapped, not measured yet) and what its taint follows."""
     predict = predict or profiles.remediated_prediction
     lookup = timeline_lookup(results)
-    lines = ["| row | started by (measured) | model trigger | NotReady wait | predicted: expected (min-max) "
-             "| measured: median (min-max, n) | measured minus predicted | predicted, proofs overlapped "
-             "| the taint follows (model) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| row | started by (measured) | model trigger | NotReady wait | predicted, proofs in order (75c96f0): "
+             "expected (min-max) | measured: median (min-max, n) | measured minus predicted | predicted, node-outage "
+             "today (proofs overlapped) | the taint follows (today, model) |", "|---|---|---|---|---|---|---|---|---|"]
     for profile in dict.fromkeys(p for p, m in lookup):
         entry = lookup.get((profile, "statefulset_replaced"))
         if entry is None or entry["median_s"] is None:
             continue
         prediction = predict(profile)
-        main, overlapped = prediction[False], prediction[True]
-        wait = "—" if main["not_ready_seconds"] is None else f"{main['not_ready_seconds']} s"
-        delta = round(entry["median_s"] - main["statefulset_replaced"]["expected"], 2)
-        lines.append(f"| {profile} | {measured_trigger(entry)} | {main['trigger']} | {wait} "
-                     f"| {_window_cell(main['statefulset_replaced'])} | {timeline_cell(entry)} | {delta:+g} s "
-                     f"| {_window_cell(overlapped['statefulset_replaced'])} | {main['binds']} |")
+        measured_code, today = prediction[profiles.IN_ORDER], prediction[profiles.OVERLAPPED]
+        wait = "—" if today["not_ready_seconds"] is None else f"{today['not_ready_seconds']} s"
+        delta = round(entry["median_s"] - measured_code["statefulset_replaced"]["expected"], 2)
+        lines.append(f"| {profile} | {measured_trigger(entry)} | {today['trigger']} | {wait} "
+                     f"| {_window_cell(measured_code['statefulset_replaced'])} | {timeline_cell(entry)} | {delta:+g} s "
+                     f"| {_window_cell(today['statefulset_replaced'])} | {today['binds']} |")
     return lines
 
 
@@ -98,17 +98,20 @@ def remediated_prediction_section(results: dict, predict=None) -> list[str]:
         "## Remediated rows: the model's prediction against the measurement",
         "",
         "Seconds after power-off to the StatefulSet's pod Ready elsewhere (`statefulset_replaced`). The prediction is "
-        "plugins/module_utils/model/remediated.py, explained in [docs/settings.md](../settings.md#remediated-timelines): "
-        "`node-watch` (NotReady detection, node-outage's NotReady wait, then two BMC Off readings 5 s apart, taint, "
-        "replacement) for the heartbeat rows, `power-event` (the BMC's event, rulebook and playbook start-up, the "
-        "Lease silent for a renew interval + 3 s overlapping the Off pair) for the event-led row. The presets are "
-        "applied with tune-failover (wait: their `remediation.not_ready_seconds`); kubernetes-default and seed-001 "
-        "are never tuned (node-outage's stock 60 s). `predicted, proofs overlapped`: the proof order issue 23 asks "
-        "for (the first Off reading as soon as the run starts), not measured yet. The model's start-up, taint and "
-        "replacement constants are this lab's own medians (stand-in workers, instant attacher), so the agreement "
-        "checks the order and sum of the waits, not those constants. The heartbeat rows were started by the "
-        "benchmark's own watch at NotReady (`bench-watch`), not by a rulebook; their NotReady wait is longer than "
-        "any start-up, so the difference does not show in these numbers.",
+        "plugins/module_utils/model/remediated.py, explained in [docs/settings.md](../settings.md#remediated-timelines). "
+        "The measured rows predate node-outage's current proofs: they ran commit 75c96f0, where on the heartbeat rows the two BMC Off readings "
+        "5 s apart followed the NotReady wait and the Lease proofs read the kubelet's renewTime. `predicted, proofs in "
+        "order` models that code, so the difference checks the model against what was measured. `predicted, node-outage "
+        "today` models the code now (not measured yet): its first check starts a Lease watch on the run's own clock (a "
+        "quarter of leaseDurationSeconds plus lease_margin_seconds, 3 s on the power-event path) and takes the first Off "
+        "reading; the taint follows the latest of the NotReady wait, the watch and the first reading + 5 s. On the "
+        "power-event row the watch now binds (it starts at the run, not at the last renewal before the power-off), so "
+        "today's prediction is later than the measured one. The presets are applied with tune-failover (wait: their "
+        "`remediation.not_ready_seconds`); kubernetes-default and seed-001 are never tuned (node-outage's stock 60 s). "
+        "The model's start-up, taint and replacement constants are this lab's own medians (stand-in workers, instant "
+        "attacher), so the agreement checks the order and sum of the waits, not those constants. The heartbeat rows were "
+        "started by the benchmark's own watch at NotReady (`bench-watch`), not by a rulebook; their NotReady wait is "
+        "longer than any start-up, so the difference does not show in these numbers.",
         "",
         *table,
         "",
@@ -122,11 +125,13 @@ def alert_prediction_lines(predict=None) -> list[str]:
     cells = []
     for profile in ("fast", "kubernetes-default"):
         prediction = predict(profile, "alert")
-        cells.append(f"{profile} {_window_cell(prediction[False]['statefulset_replaced'])} s "
-                     f"({_s(prediction[True]['statefulset_replaced']['expected'])} s with the proofs overlapped)")
+        today = prediction[profiles.OVERLAPPED]
+        cells.append(f"{profile} {_window_cell(today['statefulset_replaced'])} s ({today['binds']} binds; "
+                     f"{_s(prediction[profiles.IN_ORDER]['statefulset_replaced']['expected'])} s with the proofs in order)")
     return ["Not measured: the shipped alert path (extensions/prometheus/nodeguard-alerts.yml, `for: 60s`, with "
             "kube-state-metrics scraped and rules evaluated every 30 s and Alertmanager's `group_wait: 30s` of "
-            "docs/eda.md). The model predicts " + " and ".join(cells) + ": the alert, not the proofs, binds there.", ""]
+            "docs/eda.md). The model predicts " + " and ".join(cells) + ": the alert, not the NotReady wait, makes "
+            "the run late, and the Lease watch it starts then still takes its whole time.", ""]
 
 
 def real_kubelet_label(profile: str) -> str:

@@ -4,19 +4,22 @@
 
 Three triggers start node-outage (docs/settings.md, "Remediated timelines"):
 
-* ``node-watch``: a watch on Nodes starts the run at NotReady. The run waits until the node has been NotReady
-  for ``not_ready_seconds`` (the Lease-stale proof holds long before on every preset), then reads the BMC:
-  Off, and Off again ``off_confirm_seconds`` later, then taints.
-* ``alert``: the shipped Prometheus alert (``for: 60s``) reaches the rulebook through Alertmanager; then the
-  same proofs as node-watch.
-* ``power-event``: the BMC's power event starts the run at once. The Lease must stay unrenewed for one renew
-  interval (a quarter of its duration) plus a margin, and the BMC must read Off twice; these overlap, and the
-  taint follows the later of the two.
+* ``node-watch``: a watch on Nodes starts the run at NotReady.
+* ``alert``: the shipped Prometheus alert (``for: 60s``) reaches the rulebook through Alertmanager.
+* ``power-event``: the BMC's power event starts the run at once; there is no NotReady wait.
 
-``overlapped`` models the proof order issue 23 asks for: the first Off reading is taken as soon as the run
-starts (on the heartbeat paths, during the NotReady wait), so the confirmation no longer adds its 5 s after
-the wait. ``overlapped=False`` is the order of the code on main: on the heartbeat paths the first Off reading
-is taken only once the NotReady and Lease proofs hold; on the power-event path at the first proof check.
+Once started, node-outage proves on one schedule (OVERLAPPED, the default): its first check starts a watch on
+the node's Lease (on the run's own monotonic clock), and takes the first BMC Off reading. The watch holds after
+the Lease's renew interval (a quarter of its leaseDurationSeconds) plus lease_margin_seconds (3 s on the
+power-event path); on the heartbeat paths NotReady must also have lasted not_ready_seconds, a wait the watch
+overlaps. The second Off reading is taken once those hold, at least off_confirm_seconds after the first. So the
+taint follows max(NotReady wait end, watch end, first reading + off_confirm_seconds), never their sum; a run
+started late (the alert) still watches the Lease for its whole time from its own start.
+
+IN_ORDER is the code of commit 75c96f0, which measured the benchmark page's rows; it is kept only so the page
+can set those rows against a prediction of the code that ran them. There the Off pair followed the other proofs
+on the heartbeat paths (5 s after the NotReady wait), and the Lease proofs read the kubelet's renewTime (the
+power-event path's held a renew interval + margin after the last renewal, before the run's start).
 
 Every window is {min, expected, max} like model/timeline.py's. The constants below that are not Kubernetes
 or collection settings are modelled from the lab benchmark (docs/benchmarks/README.md, ``make bench`` of
@@ -36,10 +39,16 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediati
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import Timings
 
 TRIGGERS = ("node-watch", "alert", "power-event")
+OVERLAPPED = "overlapped"  # node-outage's proofs since 2e4d84b and 421be88
+IN_ORDER = "in-order"  # node-outage's proofs at 75c96f0, which measured the benchmark page's rows
+PROOF_ORDERS = (OVERLAPPED, IN_ORDER)
 
 # Collection settings (the defaults users get; tests/unit/model/test_model_remediated.py checks each against its home).
 OFF_CONFIRM_SECONDS = 5.0  # power/identity.py DEFAULT_OFF_CONFIRM_SECONDS: two Off readings this far apart
 POLL_SECONDS = 2.0  # roles/node_outage node_outage_poll_interval: node-outage re-checks its proofs this often
+# incident/outage.py _until_next_check: the check after a proof's known moment (NotReady long enough, the Lease
+# watch over) comes this long after it, not at the next poll.
+RECHECK_AFTER_DUE_SECONDS = 0.1
 ALERT_FOR_SECONDS = 60.0  # extensions/prometheus/nodeguard-alerts.yml, NodeguardNodeDown `for: 60s`
 # Alert path, the monitoring stack's settings (parameters of alert_timings; these are the defaults assumed):
 SCRAPE_INTERVAL_SECONDS = 30.0  # kube-state-metrics scraped every 30 s (a common setting; Prometheus' own default is 1m)
@@ -84,9 +93,9 @@ def _uniform_max(low: float, high: float, floor: float) -> tuple:
     return (floor, expected, high)
 
 
-def _later(a: tuple, b: tuple) -> tuple:
-    """The later of two windows, expected as the later of the two expectations (used where both are narrow)."""
-    return tuple(max(a[i], b[i]) for i in range(3))
+def _later(*windows) -> tuple:
+    """The latest of these windows, expected as the latest of their expectations (used where all are narrow)."""
+    return tuple(max(w[i] for w in windows) for i in range(3))
 
 
 def _as_window(window: tuple) -> dict:
@@ -109,7 +118,7 @@ def remediated_timeline(
     timings: Timings,
     trigger: str = "node-watch",
     remediation: dict | None = None,
-    overlapped: bool = False,
+    proof_order: str = OVERLAPPED,
     off_confirm_seconds: float = OFF_CONFIRM_SECONDS,
     poll_seconds: float = POLL_SECONDS,
     scrape_interval: float = SCRAPE_INTERVAL_SECONDS,
@@ -120,27 +129,39 @@ def remediated_timeline(
 
     ``remediation`` is node-outage's timing (not_ready_seconds, lease_margin_seconds); None is a cluster never
     tuned: STOCK_REMEDIATION (60 s), which node-outage uses without an applied profile. Pass the profile's
-    ``remediation`` (model/remediation.py) for a cluster tuned with it.
+    ``remediation`` (model/remediation.py) for a cluster tuned with it. The power-event path always uses
+    POWER_EVENT_LEASE_MARGIN_SECONDS, as node-outage does when no margin is given explicitly.
+    ``proof_order``: OVERLAPPED (node-outage today) or IN_ORDER (commit 75c96f0, which measured the page's rows).
 
-    Returns {trigger, overlapped, not_ready_seconds, phases: [{name, at}], binds, statefulset_replaced}: ``at``
-    is the window of each phase's moment after power-off, ``binds`` the wait the taint followed.
+    Returns {trigger, proof_order, not_ready_seconds, phases: [{name, at}], binds, statefulset_replaced}: ``at``
+    is the window of each phase's moment after power-off, ``binds`` the proof or wait the taint followed.
     """
     if trigger not in TRIGGERS:
         raise ValueError(f"unknown trigger {trigger!r}; choose one of: {', '.join(TRIGGERS)}")
+    if proof_order not in PROOF_ORDERS:
+        raise ValueError(f"unknown proof_order {proof_order!r}; choose one of: {', '.join(PROOF_ORDERS)}")
     remediation = remediation or STOCK_REMEDIATION
     wait = float(remediation["not_ready_seconds"])
     phases = []
     if trigger == "power-event":
-        taint, binds = _power_event(timings, overlapped, off_confirm_seconds, phases)
+        started = _power_event_start(phases)
+        if proof_order == IN_ORDER:
+            taint, binds = _power_event_in_order(timings, started, off_confirm_seconds, phases)
+        else:
+            taint, binds = _proofs_overlapped(timings, started, None, POWER_EVENT_LEASE_MARGIN_SECONDS, off_confirm_seconds, phases)
     else:
-        taint, binds = _heartbeat(
-            timings, trigger, wait, overlapped, off_confirm_seconds, poll_seconds, (scrape_interval, evaluation_interval, group_wait), phases
-        )
+        not_ready, started = _heartbeat_start(timings, trigger, (scrape_interval, evaluation_interval, group_wait), phases)
+        wait_over = _add(not_ready, (wait, wait, wait), tuple(-r for r in TRANSITION_TIME_ROUNDING[::-1]))
+        if proof_order == IN_ORDER:
+            taint, binds = _heartbeat_in_order(started, wait_over, off_confirm_seconds, poll_seconds, phases)
+        else:
+            margin = float(remediation["lease_margin_seconds"])
+            taint, binds = _proofs_overlapped(timings, started, wait_over, margin, off_confirm_seconds, phases)
     ready = _add(taint, TAINT_TO_STATEFULSET_READY)
     phases += [("out_of_service_taint", taint), ("statefulset_replaced", ready)]
     return {
         "trigger": trigger,
-        "overlapped": overlapped,
+        "proof_order": proof_order,
         "not_ready_seconds": None if trigger == "power-event" else int(wait),
         "phases": [{"name": name, "at": _as_window(at)} for name, at in phases],
         "binds": binds,
@@ -148,9 +169,8 @@ def remediated_timeline(
     }
 
 
-def _heartbeat(timings, trigger, wait, overlapped, confirm, poll, alerting, phases) -> tuple:
-    """node-watch and alert: the run starts after NotReady, waits for the NotReady proof, then (main) reads
-    the BMC twice, or (overlapped) has read it during the wait."""
+def _heartbeat_start(timings, trigger, alerting, phases) -> tuple:
+    """node-watch and alert: (NotReady, node-outage's start), both after power-off."""
     window = not_ready_window(timings)
     not_ready = (window["min"], window["expected"], window["max"])
     phases.append(("not_ready", not_ready))
@@ -163,37 +183,60 @@ def _heartbeat(timings, trigger, wait, overlapped, confirm, poll, alerting, phas
         noticed = _add(not_ready, WATCH_LATENCY)
         phases.append(("watch_sees_not_ready", noticed))
     started = _add(noticed, RULEBOOK_START)
-    first_check = _add(started, PLAYBOOK_TO_FIRST_CHECK)
-    phases += [("node_outage_started", started), ("first_proof_check", first_check)]
-    wait_over = _add(not_ready, (wait, wait, wait), tuple(-r for r in TRANSITION_TIME_ROUNDING[::-1]))
-    phases.append(("not_ready_wait_over", wait_over))
-    # The Lease-stale proof (duration + margin after the last renewal) holds before the NotReady wait ends on
-    # every preset and the stock settings (aggressive's 2 s Lease: within a second of it), so it is left out.
-    seen = _add(_later(wait_over, first_check), _poll_wait(poll))
-    binds = "the run's start (after the NotReady wait was over)" if first_check[1] > wait_over[1] else "the NotReady wait"
-    if not overlapped:
-        phases.append(("proofs_checked", seen))
-        return _add(seen, (confirm,) * 3, PROOF_TO_TAINT), f"{binds}, then the Off confirmation"
-    confirmed = _add(first_check, (confirm,) * 3)
-    phases.append(("off_confirmed", confirmed))
-    binds = "the Off confirmation" if confirmed[1] > seen[1] else binds
-    return _add(_later(seen, confirmed), PROOF_TO_TAINT), binds
+    phases.append(("node_outage_started", started))
+    return not_ready, started
 
 
-def _power_event(timings, overlapped, confirm, phases) -> tuple:
-    """The power event starts the run; the Lease proof holds at its last renewal + renew interval + margin,
-    the Off pair at the first reading + confirm. The run re-checks at the Lease's moment (0.1 s after it)."""
-    event = EVENT_DELIVERY
-    started = _add(event, RULEBOOK_START)
-    phases += [("event_in_rulebook", event), ("node_outage_started", started)]
-    # main: the first Off reading at the first proof check; overlapped: as soon as the run starts (a lower
-    # bound: the measurements do not separate ansible-playbook's own start-up before the module reads).
-    first = started if overlapped else _add(started, PLAYBOOK_TO_FIRST_CHECK)
+def _power_event_start(phases) -> tuple:
+    """The BMC's power event reaches the rulebook, which starts node-outage."""
+    started = _add(EVENT_DELIVERY, RULEBOOK_START)
+    phases += [("event_in_rulebook", EVENT_DELIVERY), ("node_outage_started", started)]
+    return started
+
+
+def _proofs_overlapped(timings, started, wait_over, margin, confirm, phases) -> tuple:
+    """node-outage today, both paths: the run's first check reads the Lease (its watch starts), the power (the
+    first Off reading) and, on the heartbeat path, the Node. The watch holds after the renew interval + margin
+    from then, NotReady once it has lasted not_ready_seconds; the run re-checks RECHECK_AFTER_DUE_SECONDS after
+    the later of the two. The Off pair holds at the first reading + off_confirm_seconds, its second reading taken
+    once the others hold. The taint follows the latest of the three (``wait_over`` None: no NotReady wait)."""
+    first = _add(started, PLAYBOOK_TO_FIRST_CHECK)
+    watch_over = _add(first, (lease_renew_interval(timings) + margin,) * 3)
     confirmed = _add(first, (confirm,) * 3)
-    phases += [("first_off_reading", first), ("off_confirmed", confirmed)]
+    phases += [("first_check", first), ("lease_watch_over", watch_over)]
+    ends = {"the Lease watch": watch_over}
+    if wait_over is not None:
+        phases.append(("not_ready_wait_over", wait_over))
+        ends["the NotReady wait"] = wait_over
+    phases.append(("off_confirmed", confirmed))
+    binds = max(ends, key=lambda name: ends[name][1])
+    others_hold = _add(_later(*ends.values()), (RECHECK_AFTER_DUE_SECONDS,) * 3)
+    if confirmed[1] > others_hold[1]:
+        binds = "the Off confirmation"
+    return _add(_later(others_hold, confirmed), PROOF_TO_TAINT), binds
+
+
+def _heartbeat_in_order(started, wait_over, confirm, poll, phases) -> tuple:
+    """Commit 75c96f0: the run polls until NotReady has lasted not_ready_seconds (the Lease proof, its renewTime
+    older than its duration + margin, held long before on every preset), then reads the BMC: Off, and Off again
+    off_confirm_seconds later."""
+    first = _add(started, PLAYBOOK_TO_FIRST_CHECK)
+    phases += [("first_check", first), ("not_ready_wait_over", wait_over)]
+    seen = _add(_later(wait_over, first), _poll_wait(poll))
+    phases.append(("proofs_checked", seen))
+    binds = "the run's start (after the NotReady wait was over)" if first[1] > wait_over[1] else "the NotReady wait"
+    return _add(seen, (confirm,) * 3, PROOF_TO_TAINT), f"{binds}, then the Off confirmation"
+
+
+def _power_event_in_order(timings, started, confirm, phases) -> tuple:
+    """Commit 75c96f0: the Lease proof held once its renewTime was older than the renew interval + margin (the last
+    renewal came 0..renew seconds before the power-off, uniform); the Off pair started at the first proof check.
+    The run re-checked at the Lease's moment (0.1 s after it); the taint followed the later of the two."""
+    first = _add(started, PLAYBOOK_TO_FIRST_CHECK)
+    confirmed = _add(first, (confirm,) * 3)
+    phases += [("first_check", first), ("off_confirmed", confirmed)]
     renew = lease_renew_interval(timings)
-    # The last renewal came 0..renew seconds before the power-off (uniform): silent from then + renew + margin.
-    hold = renew + POWER_EVENT_LEASE_MARGIN_SECONDS + 0.1
+    hold = renew + POWER_EVENT_LEASE_MARGIN_SECONDS + RECHECK_AFTER_DUE_SECONDS
     lease = (hold - renew, hold - renew / 2, hold)
     phases.append(("lease_silent", lease))
     _low, expected, _high = _uniform_max(lease[0], lease[2], confirmed[1])
