@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kube-controller-manager and kubelet of one Kubernetes version for the
 # version matrix (make lab-matrix), from the published k8s.io/kubernetes module, like
-# lab/scripts/build-k8s.sh does for the lab's v1.35.4.
+# lab/scripts/build-k8s.sh does for the lab's own version.
 #
 #   lab/matrix/build.sh v1.31.0            (writes the version's go.mod when missing, then builds)
 #   lab/matrix/build.sh v1.31.0 module     (only writes the go.mod and go.sum)
@@ -39,6 +39,13 @@ all_built() {
 }
 if all_built && [ -z "$only_module" ]; then
   echo "cached: $bin"
+  exit 0
+fi
+# A version the lab builds too (lab/scripts/build-k8s.sh: same module, same version ldflags) is not
+# built twice: run.py takes it from the lab's cache.
+lab_bin="${NODEGUARD_CACHE:-$HOME/.cache/nodeguard}/k8s/$version/bin"
+if [ -z "$only_module" ] && [ -x "$lab_bin/kube-apiserver" ] && [ -x "$lab_bin/kube-controller-manager" ] && [ -x "$lab_bin/kubelet" ]; then
+  echo "cached (the lab's build): $lab_bin"
   exit 0
 fi
 

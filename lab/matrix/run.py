@@ -17,7 +17,7 @@ listens on 127.0.0.1 only, on ports the lab does not use, with timeouts; every p
 also on failure or Ctrl-C. Writes docs/version-matrix.json and the table in docs/version-matrix.md; exits 1
 when any check failed (a setting the model renders that a binary rejects, or a refused one it accepts).
 
-    .venv/bin/python lab/matrix/run.py [--versions v1.31.0 v1.35.4] [--etcd PATH]
+    .venv/bin/python lab/matrix/run.py [--versions v1.31.0 v1.35.4 [--keep-others]] [--etcd PATH]
 """
 
 from __future__ import annotations
@@ -86,6 +86,10 @@ makeIPTablesUtilChains: false
 # naming it before would be an unknown field).
 CGROUP_V1_FIELD = "failCgroupV1: false\n"
 CGROUP_V1_FIELD_FROM = 31
+# From 1.37 kube-apiserver refuses a loopback --advertise-address while it reconciles the kubernetes
+# Service's endpoints ("cannot use public IP 127.0.0.1 with endpoint reconciler", seen on the first v1.37.2
+# run); the matrix has no Service to reach, so it turns the reconciler off there.
+LOOPBACK_RECONCILER_REFUSED_FROM = 37
 
 
 def lab_version(module: str) -> str:
@@ -225,6 +229,8 @@ class Version:
         ]
         if self.legacy_apiserver:
             command.append("--insecure-port=0")
+        if minor_of(self.apiserver.parent.parent.name) >= LOOPBACK_RECONCILER_REFUSED_FROM:
+            command.append("--endpoint-reconciler-type=none")
         return command + list(extra)
 
     def start_base_apiserver(self) -> subprocess.Popen:
@@ -295,10 +301,16 @@ class Version:
 def versions_to_run(wanted: list) -> list:
     """[(version, bin directory or None, note)]: the matrix's own builds, the lab's build, and the unbuildable."""
     entries = {}
+    lab_build = "the lab's build (lab/scripts/build-k8s.sh)"
     for module in sorted(MODULES.iterdir()) if MODULES.is_dir() else []:
-        entries[module.name] = (CACHE / "matrix" / module.name / "bin", "")
+        # A version the lab builds too (same module, same version ldflags) is taken from the lab's cache.
+        lab_bin = CACHE / "k8s" / module.name / "bin"
+        if all((lab_bin / name).exists() for name in plan.COMPONENTS):
+            entries[module.name] = (lab_bin, lab_build)
+        else:
+            entries[module.name] = (CACHE / "matrix" / module.name / "bin", "")
     lab = lab_version("k8s.io/kubernetes")
-    entries[lab] = (CACHE / "k8s" / lab / "bin", "the lab's build (lab/scripts/build-k8s.sh)")
+    entries[lab] = (CACHE / "k8s" / lab / "bin", lab_build)
     if NOT_BUILDABLE.exists():
         for line in NOT_BUILDABLE.read_text().splitlines():
             if line.strip() and not line.startswith("#"):
@@ -359,6 +371,8 @@ def run_version(version: str, bin_dir: Path, stand_in_apiserver: Path, etcd: Pat
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--versions", nargs="*", default=[], help="only these versions (default: every one found)")
+    parser.add_argument("--keep-others", action="store_true",
+                        help="with --versions: keep the other versions' results of the last run on the page, marked as such")
     parser.add_argument("--etcd", type=Path, help="an etcd binary other than the lab's (for trying the runner out)")
     args = parser.parse_args()
     # A SIGTERM (timeout, CI cancel) must still run the finally blocks that kill the binaries.
@@ -393,6 +407,8 @@ def main() -> int:
     results["finished"] = finished.strftime("%Y-%m-%d %H:%M:%S")
     results["duration_seconds"] = round((finished - started).total_seconds())
 
+    if args.keep_others and RESULTS.exists():
+        results = report.merge(json.loads(RESULTS.read_text()), results)
     RESULTS.write_text(json.dumps(results, indent=1) + "\n")
     PAGE.write_text(report.replace_generated(PAGE.read_text(), report.markdown(results)))
     failures = report.failed_checks(results)

@@ -39,7 +39,7 @@ def main() -> None:
     parser.add_argument("--state", type=Path, required=True)
     parser.add_argument("--control-plane", nargs="+", required=True)
     parser.add_argument("--workers", nargs="*", default=[])
-    parser.add_argument("--kubernetes-version", default="1.35.4")
+    parser.add_argument("--kubernetes-version", default="1.37.2")
     args = parser.parse_args()
     state = args.state.resolve()
     bmcs = bmc_vars(state)

@@ -23,7 +23,9 @@ STATE = REPO / "lab" / ".state"
 LAB_SH = REPO / "lab" / "scripts" / "lab.sh"
 CONTROL_PLANE = "ng-cp1"
 NAMESPACE = "failover-lab"
-K8S_VERSION = "v1.35.4"
+# The version the lab builds and runs: what lab/k8s-build/go.mod requires of k8s.io/kubernetes.
+K8S_VERSION = next(line.split()[-1] for line in (REPO / "lab" / "k8s-build" / "go.mod").read_text().splitlines()
+                   if line.split()[:1] == ["k8s.io/kubernetes"] or line.split()[:2] == ["require", "k8s.io/kubernetes"])
 KUBECTL_CACHED = Path.home() / ".cache" / "nodeguard" / "k8s" / K8S_VERSION / "bin" / "kubectl"
 # Where each component answers its health check inside the control-plane node (kubeadm probes).
 HEALTH_URLS = {

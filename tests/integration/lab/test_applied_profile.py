@@ -147,14 +147,14 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
     record = json.loads(configmap(lab, RECORD_NAMESPACE, RECORD_NAME)["data"]["profile.json"])
     assert (record["preset"], record["distribution"]) == ("fast", "kubeadm")
     assert record["remediation"] == {"not_ready_seconds": 20, "lease_margin_seconds": 10}
-    assert record["kubernetes_version"] == "1.35.4" and record["applied_at"]
+    assert record["kubernetes_version"] == lab.K8S_VERSION.lstrip("v") and record["applied_at"]
 
     # The demo lab (make demo): tuned fast. The audit passes (no gate by default) and prints its short report.
     report_file = tmp_path / "fast.json"
     audit = ansible_playbook(lab, "audit-failover.yml", "-e", f"audit_report_path={report_file}")
     assert audit.returncode == 0, audit.stdout + audit.stderr
     screen = audit_screen(audit.stdout)
-    assert screen[0].startswith(f"failover audit of kubeadm 1.35.4, {len(nodes(lab))} nodes: applied profile 'fast' (")
+    assert screen[0].startswith(f"failover audit of kubeadm {lab.K8S_VERSION.lstrip('v')}, {len(nodes(lab))} nodes: applied profile 'fast' (")
     assert screen[0].endswith("every node runs it"), screen
     assert screen[1].startswith("findings: 1 high, "), screen
     assert screen[2].startswith("HIGH    single-apiserver: one API server ("), screen

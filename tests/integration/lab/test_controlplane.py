@@ -33,8 +33,8 @@ def manifest_command(lab, component: str) -> list[str]:
 
 def test_apiserver_reports_the_pinned_version(lab):
     version = json.loads(lab.kubectl("version", "-o", "json").stdout)
-    assert version["serverVersion"]["gitVersion"] == "v1.35.4"
-    assert version["clientVersion"]["gitVersion"] == "v1.35.4"
+    assert version["serverVersion"]["gitVersion"] == lab.K8S_VERSION
+    assert version["clientVersion"]["gitVersion"] == lab.K8S_VERSION
 
 
 def test_admin_kubeconfig_verifies_the_apiserver_certificate(lab):
@@ -58,7 +58,7 @@ def test_kubeadm_configmaps_exist_as_kubeadm_writes_them(lab):
     cluster = lab.core().read_namespaced_config_map("kubeadm-config", "kube-system").data["ClusterConfiguration"]
     cluster = yaml.safe_load(cluster)
     assert cluster["apiVersion"] == "kubeadm.k8s.io/v1beta4"
-    assert cluster["kubernetesVersion"] == "v1.35.4"
+    assert cluster["kubernetesVersion"] == lab.K8S_VERSION
     kubelet = yaml.safe_load(lab.core().read_namespaced_config_map("kubelet-config", "kube-system").data["kubelet"])
     assert kubelet["kind"] == "KubeletConfiguration"
 

@@ -58,7 +58,7 @@ def test_reference_profile_only_where_the_model_allows_it():
     assert "--disable-force-detach-on-timeout=true" in detach.args
 
 
-@pytest.mark.parametrize("version", ["1.18.0", "1.24.17", "1.26.0", "1.31.0", "1.35.4"])
+@pytest.mark.parametrize("version", ["1.18.0", "1.24.17", "1.26.0", "1.31.0", "1.35.4", "1.36.3", "1.37.2"])
 def test_each_refused_setting_is_a_negative_check(version):
     refused = [check for check in plan.checks_for(version) if check.kind == "refused"]
     assert len(refused) == len(refused_settings(parse_version(version)))
@@ -160,6 +160,25 @@ def test_table_shows_a_refused_setting_the_binary_accepted():
     text = report.markdown(failing)
     assert "**1 check(s) failed.**" in text and "1/2 checks ok, **1 failed**" in text
     assert "| rejected | accepted | **FAILED** |" in text
+
+
+def test_a_partial_run_keeps_the_other_versions_marked_with_their_run():
+    earlier = results("rejected")
+    later = {**results("rejected"), "started": "2026-11-26 07:00:00", "commit": "def5678", "etcd": "v3.7.0",
+             "versions": [{"version": "v1.37.2", "status": "built", "binary_version": "Kubernetes v1.37.2", "note": "",
+                           "checks": []}, {**earlier["versions"][1], "note": "again"}]}
+    merged = report.merge(earlier, later)
+    assert [entry["version"] for entry in merged["versions"]] == ["v1.18.0", "v1.31.0", "v1.37.2"]
+    assert merged["versions"][0]["kept_from"] == "run of 2026-11-23 19:00:00 UTC (commit abc1234, etcd v3.6.5)"
+    assert "kept_from" not in merged["versions"][1] and "kept_from" not in merged["versions"][2]
+    text = report.markdown(merged)
+    assert "(versions marked \"kept from\" come from an earlier run)" in text
+    assert ("| v1.18.0 | not built |  | not run | kept from the run of 2026-11-23 19:00:00 UTC (commit abc1234, "
+            "etcd v3.6.5); proxy refuses it |") in text
+    # Kept again by a third partial run, a row still names the run it comes from.
+    third = {**later, "started": "2026-11-27 08:00:00", "versions": []}
+    assert report.merge(merged, third)["versions"][0]["kept_from"] == merged["versions"][0]["kept_from"]
+    assert report.merge(merged, third)["versions"][2]["kept_from"].startswith("run of 2026-11-26 07:00:00 UTC")
 
 
 def test_generated_part_replaced_between_markers():
