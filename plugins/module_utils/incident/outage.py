@@ -28,12 +28,11 @@ not a sign of life, a newer one is.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, replacements, safety
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import outage_default
@@ -41,7 +40,6 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
     MissingProofError,
     NodeReturnedError,
     RefusedError,
-    StepTimeoutError,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import ClusterLock, NodeLock
@@ -52,6 +50,8 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     taints_with_out_of_service,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import PowerChecks, RenewingClock
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_steps import AfterTaintSteps
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
     LeaseWatch,
@@ -60,14 +60,12 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs
     prove_power_off,
     require_all,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time, parse_time
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
+from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
     ClusterUniqueIdentity,
-    confirm_off,
     is_statement,
     off_confirm_seconds,
     read_once,
@@ -111,33 +109,6 @@ class OutageOptions:
     power_event_max_age_seconds: int = outage_default("power_event_max_age_seconds")
 
 
-def _attestation_deadline(power, clock):
-    """Monotonic time at which a manual attestation expires (None for any other power source). Its expiry is
-    an absolute time an operator wrote, checked against this controller's wall clock when it was read
-    (power/manual.py, time.time()); it is turned into time left once, here, against the same clock, and
-    counted down on the monotonic clock from then on."""
-    attestation = getattr(power, "attestation", None)
-    expires = parse_time(attestation.get("expires")) if isinstance(attestation, dict) and attestation.get("expires") else None
-    if expires is None:
-        return None
-    return clock.monotonic() + (expires - time.time())
-
-
-class _RenewingClock:
-    """A clock that keeps the lock alive while fencing sleeps between tries and re-reads."""
-
-    def __init__(self, clock, lock):
-        self.clock = clock
-        self.lock = lock
-
-    def now(self) -> float:
-        return self.clock.now()
-
-    def sleep(self, seconds: float) -> None:
-        self.lock.renew()
-        self.clock.sleep(seconds)
-
-
 class OutageRun:
     def __init__(self, cluster, power, options: OutageOptions, clock, check_mode: bool = False):
         self.cluster = cluster
@@ -153,8 +124,8 @@ class OutageRun:
         self.lease_seen = False
         self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
         self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the Lease's silence, watched here (both paths)
-        self.power_proven_at = None  # monotonic time of the last power-off proof
-        self.attestation_expires_at = _attestation_deadline(power, clock)  # monotonic; None: not an attestation
+        self.power_checks = PowerChecks(self, power, clock)  # fence, re-read before destructive writes, proof age
+        self.steps = AfterTaintSteps(self)  # force-delete pods, detach volumes, verify replacements
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
@@ -164,9 +135,7 @@ class OutageRun:
         self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
         self.readings = []  # what the proof phase read, and when: the incident timeline's proof rows (_note)
         self.noted = set()  # the once-only readings already noted (the Lease watch's end, NotReady long enough)
-        self.lock = NodeLock(
-            cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
-        )
+        self.lock = NodeLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds)
         # Held only from the read the cluster-wide rules are decided on to the taint write (_write_taint).
         self.cluster_lock = ClusterLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
 
@@ -197,7 +166,7 @@ class OutageRun:
                 self.recorder = self._recorder(node)
                 self.facts["resumed_from"] = step
                 self._reprove_resume(node, step)
-            self._continue(node)
+            self.steps.run_all()
         finally:
             self.lock.release()
         return self._result(self._get_node(), changed=True, message="outage complete")
@@ -305,7 +274,7 @@ class OutageRun:
                 self.facts["fence"] = f"power off via {self.power.method} (reads {reading.state.upper()} now), re-read until Off"
                 proofs.append(Proof("power-off", True, f"would be established by fencing ({reading.detail}); identity: {identity.detail}"))
             else:
-                reading, error, identity = self._fence(node)
+                reading, error, identity = self.power_checks.fence(node)
                 proofs.append(prove_power_off(reading, error, identity))
         elif self.o.fence and reading is not None and identity is not None and not identity.ok:
             self.facts["fence"] = "not attempted: the power device is not shown to be this node's"
@@ -370,7 +339,7 @@ class OutageRun:
         at least off_confirm_seconds after it confirms Off, and it is the one taken now, so the last reading is
         fresh (the run sleeps only for what is left of that interval). A reading that is not Off with identity
         shown starts the pair again. A manual attestation is read once."""
-        waiting = _RenewingClock(self.clock, self.lock)
+        waiting = RenewingClock(self.clock, self.lock)
         try:
             while True:
                 reading, identity = read_with_identity(self.power, node)
@@ -416,37 +385,6 @@ class OutageRun:
             if dropped is not None:
                 del self.readings[dropped]
 
-    def _read_power(self, node: dict, incident: str | None = None) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict): one reading, confirmed by a second one some seconds later
-        when it reads Off (confirm_off). The waits renew the lock. ``incident``: the open incident id (after the
-        taint), which a manual attestation naming an incident must match."""
-        try:
-            reading, identity = read_with_identity(self.power, node, incident)
-            reading, identity = confirm_off(self.power, node, _RenewingClock(self.clock, self.lock), (reading, identity), incident=incident)
-        except PowerError as e:
-            return None, e, None
-        return reading, None, identity
-
-    def _fence(self, node: dict) -> tuple:
-        started = self.clock.now()
-        clock = _RenewingClock(self.clock, self.lock)
-        self.lock.confirm()  # power a machine off only while this run provably holds the node's lock
-        try:
-            _reading, attempts = fence_off(
-                self.power,
-                self.o.fence_retries,
-                self.o.fence_backoff_seconds,
-                self.o.fence_confirm_timeout,
-                clock,
-            )
-            reading, identity = confirm_off(self.power, node, clock)
-        except PowerError as e:
-            self.facts["fence"] = f"failed: {e}"
-            return None, e, None
-        self.facts["fence"] = f"powered off via {self.power.method}: {'; '.join(attempts)}"
-        self.facts["fence_times"] = (started, self.clock.now())
-        return reading, None, identity
-
     def _prove_in_time(self, node: dict) -> dict:
         """Watch while waiting: prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
         (an alert fired at the first NotReady). Each check reads the Node (NotReady), its Lease (the watch) and its
@@ -457,7 +395,7 @@ class OutageRun:
         path the watch runs during the NotReady wait, so it costs nothing when the run starts at NotReady."""
         started = self.clock.monotonic()
         deadline = started + (0 if self.check_mode else self.o.proof_timeout)
-        waiting = _RenewingClock(self.clock, self.lock)
+        waiting = RenewingClock(self.clock, self.lock)
         while True:
             try:
                 self._prove(node)
@@ -483,11 +421,11 @@ class OutageRun:
         return min([self.o.poll_interval, *due])
 
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
-        self._require_attestation_unused()
+        self.power_checks.require_attestation_unused()
         started = self.clock.now()
         node = self._prove_in_time(node)
         proven = self.clock.now()
-        self.power_proven_at = self.clock.monotonic()
+        self.power_checks.proven_at = self.clock.monotonic()
         rec = records.new(node, self.o.job_id, started, None if is_ready(node) else ready_since(node))
         rec["lock_holder"] = self.lock.identity
         records.set_trigger(rec, self.event_time, self.ready_baseline)
@@ -519,8 +457,7 @@ class OutageRun:
         )
         self.recorder.event(
             "FailoverTainted",
-            f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']}, "
-            f"trigger {records.trigger_text(rec)})",
+            f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']}, trigger {records.trigger_text(rec)})",
         )
         return node
 
@@ -573,8 +510,8 @@ class OutageRun:
             patch = records.annotations_patch(rec)
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_with_out_of_service(node)}
-            self._require_attestation_valid("before the taint")
-            self._power_at_point_of_action("taint", "the taint", node)
+            self.power_checks.require_attestation_valid("before the taint")
+            self.power_checks.at_point_of_action("taint", "the taint", node)
             self.lock.confirm()  # the taint only while this run provably holds the node's lock
             self.cluster_lock.confirm()  # and the cluster lock its decision was made under
             try:
@@ -595,33 +532,6 @@ class OutageRun:
         return text
 
     # -- steps after the taint ------------------------------------------------------------------
-    def _continue(self, node: dict) -> None:
-        steps = {
-            "delete-pods": self._delete_pods,
-            "detach-volumes": self._detach_volumes,
-            "verify-replacements": self._verify_replacements,
-        }
-        for step in records.OUTAGE_STEPS:
-            if records.step_done(self.record, step):
-                continue
-            self._ensure_still_down(step)
-            self._ensure_power_not_on(step)
-            self.recorder.step_started(self.record, step)
-            try:
-                outcome = steps[step]()
-            except (StepTimeoutError, MissingProofError) as e:
-                self.record["steps"][step]["error"] = str(e)
-                self.recorder.save(self.record)
-                self.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
-                raise
-            self.recorder.step_ended(self.record, step, outcome)
-        # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
-        self._ensure_still_down("outage-complete")
-        self._ensure_power_not_on("outage-complete")
-        self.record["phase"] = records.OUTAGE_COMPLETE
-        self.recorder.save(self.record)
-        self.recorder.event("FailoverOutageComplete", f"incident {self.record['id']}: outage steps complete")
-
     def _ensure_still_down(self, step: str) -> None:
         """Stop cleanly if the node came back (Ready, its Lease renewed, or a new bootID): keep the taint,
         record why, let node-recover decide. Cheap (API reads): runs on every tick of a step's waits."""
@@ -638,47 +548,6 @@ class OutageRun:
         if recorded and now and now != recorded:
             return f"booted again (bootID {recorded} -> {now})"
         return ""
-
-    def _ensure_power_not_on(self, step: str) -> None:
-        """Stop cleanly if the power source, its identity shown, reads On: the machine runs again. At every step
-        edge; an unreadable source is not a return (the destructive steps need Off anyway)."""
-        reading, _error, identity = self._read_power_once(self._get_node())
-        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            self._interrupt(step, f"{reading.method} reads power ON ({reading.detail}): the machine runs again")
-
-    def _read_power_once(self, node: dict) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict): one reading with identity, no confirming second one."""
-        try:
-            incident = self.record.get("id") if self.recorder else None  # the open incident, once this run has one
-            reading, identity = read_with_identity(self.power, node, incident)
-        except PowerError as e:
-            return None, e, None
-        return reading, None, identity
-
-    def _power_at_point_of_action(self, step: str, action: str, node: dict | None = None) -> None:
-        """Right before a destructive write (the taint, a batch of force-deletes, of VolumeAttachment deletes):
-        power read once more, identity shown. On stops before the write (after the taint: recorded as
-        interrupted); anything but Off with identity is a missing proof."""
-        reading, error, identity = self._read_power_once(node or self._get_node())
-        proof = prove_power_off(reading, error, identity)
-        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=f"right before {action}"))
-        if proof.ok:
-            return
-        before_taint = step == "taint"
-        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            reason = f"power reads ON right before {action} ({proof.detail}): the machine runs again"
-            if before_taint:
-                raise NodeReturnedError(f"{self.o.node}: {reason}; the run stopped before the taint, nothing was changed")
-            self._interrupt(step, reason)
-        if before_taint:
-            raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}", "nothing was changed"])
-        raise MissingProofError(
-            ["power-off"],
-            [
-                f"power-off right before {action}: {proof.detail}",
-                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
-            ],
-        )
 
     def _interrupt(self, step: str, reason: str) -> None:
         self.record["phase"] = records.INTERRUPTED
@@ -705,140 +574,10 @@ class OutageRun:
                 f"{recorded_uid}: the Node object was re-created, the record does not apply to it. Nothing was changed",
             )
         self._ensure_still_down(step)
-        self._require_power_off(step, "on resume")
-
-    def _require_fresh_power(self, step: str, action: str) -> None:
-        """Before a destructive action: an attestation still valid, and the power-off proof at most
-        proof_max_age_seconds old (both on the monotonic clock), or read again."""
-        self._require_attestation_valid(f"before {action}", step)
-        if self.power_proven_at is not None and self.clock.monotonic() - self.power_proven_at <= self.o.proof_max_age_seconds:
-            return
-        self._require_power_off(step, f"before {action}")
-
-    def _require_attestation_valid(self, when: str, step: str | None = None) -> None:
-        """A manual attestation proves Off only until it expires, counted on the monotonic clock from when this
-        run read it; checked again before every destructive step."""
-        if self.attestation_expires_at is None or self.clock.monotonic() < self.attestation_expires_at:
-            return
-        expires = self.power.attestation.get("expires")
-        if step is None:
-            details = [f"power-off {when}: the manual attestation expired ({expires}); nothing was changed"]
-        else:
-            details = [
-                f"power-off {when}: the manual attestation expired ({expires})",
-                f"the taint stays and incident {self.record['id']} continues at {step} with a new attestation naming it; rerun",
-            ]
-        raise MissingProofError(["power-off"], details)
-
-    def _require_attestation_unused(self) -> None:
-        """One attestation proves one incident: an attestation that proved an earlier incident of this node
-        (in its history or on the Node) is refused, even within its window."""
-        attestation = getattr(self.power, "attestation", None)
-        if not isinstance(attestation, dict):
-            return
-        earlier = list(history.read(self.cluster, self.o.history_namespace, self.o.node))
-        if self.record is not None:
-            earlier.append(self.record)
-        for old in earlier:
-            if ((old.get("power") or {}).get("attestation")) == attestation:
-                raise RefusedError(
-                    "attestation-reused",
-                    f"this manual attestation (by {attestation.get('operator')}, expires {attestation.get('expires')}) already "
-                    f"proved incident {old.get('id')} of {self.o.node}; one attestation proves one incident. Write a new one. "
-                    "Nothing was changed",
-                )
-
-    def _require_power_off(self, step: str, when: str) -> None:
-        # Seam: the same power reading _prove uses (identity-checked, two-reading proof where the power layer gives one).
-        reading, error, identity = self._read_power(self._get_node(), self.record.get("id"))
-        proof = prove_power_off(reading, error, identity)
-        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=when))
-        if proof.ok:
-            self.power_proven_at = self.clock.monotonic()
-            return
-        if reading is not None and reading.state == "on":
-            self._interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
-        raise MissingProofError(
-            ["power-off"],
-            [
-                f"power-off {when}: {proof.detail}",
-                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
-            ],
-        )
-
-    def _tick(self, step: str):
-        def tick(_elapsed):
-            self._ensure_still_down(step)
-
-        return tick
-
-    def _delete_pods(self) -> str:
-        self._require_fresh_power("delete-pods", "force-deleting pods")
-        found = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
-        if found["delete"]:
-            self._power_at_point_of_action("delete-pods", "force-deleting pods")
-        deleted = []
-        for pod in found["delete"]:
-            self.lock.renew()  # confirmed when the step started; keep it alive through a long list
-            if self.cluster.force_delete_pod(pod["namespace"], pod["name"], pod["uid"]):
-                deleted.append(f"{pod['namespace']}/{pod['name']}")
-        self.record["pods"]["force_deleted"] = deleted
-        self.record["pods"]["tolerating"] = found["tolerating"] or self.record["pods"].get("tolerating", [])
-        uids = {p["uid"] for p in found["delete"]}
-
-        def gone():
-            return not [p for p in self.cluster.list_pods_on_node(self.o.node) if p["metadata"]["uid"] in uids]
-
-        ok = wait_until(gone, self.o.pod_delete_timeout, self.o.poll_interval, self.clock, self._tick("delete-pods"))
-        if not ok:
-            raise StepTimeoutError(f"pods force-deleted but still listed after {self.o.pod_delete_timeout}s (finalizers?): {', '.join(deleted)}")
-        return f"force-deleted {len(deleted)} pod(s)"
+        self.power_checks.require_off(step, "on resume")
 
     def _attachments(self) -> list:
         return vas.on_node(self.cluster.list_volume_attachments(), self.o.node)
-
-    def _detach_volumes(self) -> str:
-        tick = self._tick("detach-volumes")
-        ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
-        if ok:
-            return "no VolumeAttachment left"
-        blockers = vas.blockers(self._attachments(), self.clock.now())
-        self.record["volume_blockers"] = blockers
-        if not self.o.delete_volume_attachments:
-            raise StepTimeoutError(
-                f"VolumeAttachments still name {self.o.node} after {self.o.detach_timeout}s: {vas.describe(blockers)}. "
-                "Check the CSI driver; set delete_volume_attachments=true only if the node is certainly off"
-            )
-        self.lock.confirm()
-        self._require_fresh_power("detach-volumes", "deleting VolumeAttachments")
-        self._power_at_point_of_action("detach-volumes", "deleting VolumeAttachments")
-        for blocker in blockers:
-            self.cluster.delete_volume_attachment(blocker["name"])
-        ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
-        if not ok:
-            left = vas.blockers(self._attachments(), self.clock.now())
-            raise StepTimeoutError(f"VolumeAttachments deleted but still present: {vas.describe(left)}")
-        return f"deleted {len(blockers)} VolumeAttachment(s) (opted in)"
-
-    def _verify_replacements(self) -> str:
-        if not self.o.verify_replacements:
-            return "skipped"
-        moved = replacements.resolve_deployments(self.cluster, self.record["pods"].get("moved", []))
-        # From the first NotReady, not from the taint: the taint-based eviction may have replaced pods before it.
-        tainted = parse_time(self.record["steps"]["taint"]["end"])
-        since = min(parse_time(self.record.get("first_not_ready")) or tainted, tainted)
-        state = {}
-
-        def all_replaced():
-            state["result"] = replacements.match(moved, replacements.gather_candidates(self.cluster, moved), self.o.node, since)
-            return not state["result"]["waiting"]
-
-        ok = wait_until(all_replaced, self.o.replacement_timeout, self.o.poll_interval, self.clock, self._tick("verify-replacements"))
-        self.record["replacements"] = state["result"]
-        if not ok:
-            waiting = ", ".join(f"{w['pod']} ({w['owner']})" for w in state["result"]["waiting"])
-            raise StepTimeoutError(f"no Ready replacement after {self.o.replacement_timeout}s for: {waiting}")
-        return f"{len(state['result']['replaced'])} replacement(s) Ready"
 
     # -- result ---------------------------------------------------------------------------------
     def _result(self, node: dict, changed: bool, message: str) -> dict:
