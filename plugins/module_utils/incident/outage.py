@@ -33,11 +33,9 @@ from dataclasses import dataclass
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, safety
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import outage_default
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
-    MissingProofError,
     NodeReturnedError,
     RefusedError,
 )
@@ -50,30 +48,15 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     taints_with_out_of_service,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import PowerChecks, RenewingClock
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import PowerChecks
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_proof import MAX_READINGS_KEPT, ProofWatch  # noqa: F401 (tests import it here)
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_steps import AfterTaintSteps
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
-    LeaseWatch,
-    Proof,
-    prove_not_ready,
-    prove_power_off,
-    require_all,
-)
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
     ClusterUniqueIdentity,
-    is_statement,
-    off_confirm_seconds,
-    read_once,
-    read_with_identity,
 )
-
-# Proof-phase readings kept on the incident record (a Node annotation): a long wait keeps its first and last ones.
-MAX_READINGS_KEPT = 60
 
 
 @dataclass
@@ -123,25 +106,19 @@ class OutageRun:
         self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
         self.lease_seen = False
         self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
-        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the Lease's silence, watched here (both paths)
+        self.proof = ProofWatch(self)  # the proof phase: watch while waiting (outage_proof.py), per trigger
         self.power_checks = PowerChecks(self, power, clock)  # fence, re-read before destructive writes, proof age
         self.steps = AfterTaintSteps(self)  # force-delete pods, detach volumes, verify replacements
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
-        self.first_off_at = None  # monotonic time of the first Off reading (identity shown) of the pair, both paths
-        self.lease_silent_at = None  # monotonic time at which the Lease's silence can be proven (None: unknown or never)
-        self.not_ready_at = None  # heartbeat path: monotonic time at which NotReady will have lasted not_ready_seconds
-        self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
-        self.readings = []  # what the proof phase read, and when: the incident timeline's proof rows (_note)
-        self.noted = set()  # the once-only readings already noted (the Lease watch's end, NotReady long enough)
         self.lock = NodeLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds)
         # Held only from the read the cluster-wide rules are decided on to the taint write (_write_taint).
         self.cluster_lock = ClusterLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
 
     # -- entry point ----------------------------------------------------------------------------
     def run(self) -> dict:
-        node = self._get_node()
+        node = self.get_node()
         action, step, done = self._decide(node)
         if done is not None:
             return done
@@ -149,14 +126,14 @@ class OutageRun:
         if self.check_mode:
             self.lock.check_free()
             if action in (records.FRESH, records.ADOPT):
-                self._prove_in_time(node)  # never waits, but for the power-event path's Lease silence window
-            self.facts["attachments"] = [va["metadata"]["name"] for va in self._attachments()]
+                self.proof.prove_in_time(node)  # never waits, but for the power-event path's Lease silence window
+            self.facts["attachments"] = [va["metadata"]["name"] for va in self.attachments()]
             return self._result(node, changed=False, message="check mode: nothing was changed")
 
         self.lock.acquire()
         try:
             # Decide again under the lock: another run may have tainted, finished or stopped meanwhile.
-            node = self._get_node()
+            node = self.get_node()
             action, step, done = self._decide(node)
             if done is not None:
                 return done
@@ -169,7 +146,7 @@ class OutageRun:
             self.steps.run_all()
         finally:
             self.lock.release()
-        return self._result(self._get_node(), changed=True, message="outage complete")
+        return self._result(self.get_node(), changed=True, message="outage complete")
 
     @property
     def changed(self) -> bool:
@@ -188,7 +165,7 @@ class OutageRun:
         safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node, *out_of_service))
         safety.check_other_remediators(self.cluster, node)
 
-    def _back(self, node: dict, lease) -> str:
+    def back(self, node: dict, lease) -> str:
         """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.
         On the power-event path the Ready the run first saw is stale news, not life: only a newer one counts."""
         if is_ready(node) and not (self.event_time is not None and ready_since(node) == self.ready_baseline):
@@ -218,8 +195,8 @@ class OutageRun:
             if not self.lease_seen:
                 lease = self.cluster.get_node_lease(self.o.node)
                 self.lease_baseline = ((lease or {}).get("spec") or {}).get("renewTime")
-                self.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
-                self._note("lease", f"watch started (renewTime {self.lease_baseline}: the kubelet's clock, not compared)")
+                self.proof.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
+                self.proof.note("lease", f"watch started (renewTime {self.lease_baseline}: the kubelet's clock, not compared)")
                 self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
@@ -236,7 +213,7 @@ class OutageRun:
         return action, step, None
 
     # -- proofs and taint -----------------------------------------------------------------------
-    def _get_node(self) -> dict:
+    def get_node(self) -> dict:
         node = self.cluster.get_node(self.o.node)
         if node is None:
             raise RefusedError(
@@ -245,185 +222,10 @@ class OutageRun:
             )
         return node
 
-    def _prove(self, node: dict) -> list:
-        """Evaluate all three proofs once: one check of the watch-while-waiting loop (_prove_in_time), reading the
-        Node, its Lease and its power. Fences first when asked and allowed. Raises MissingProofError.
-
-        Power counts only from a device shown to be this node's (power/identity.py), and Off only when it
-        holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
-        if self.event_time is not None:
-            return self._prove_power_event(node)
-        lease = self.cluster.get_node_lease(self.o.node)
-        since = None if is_ready(node) else ready_since(node)
-        self.not_ready_at = None if since is None else self.clock.monotonic() + since + self.o.not_ready_seconds - self.clock.now()
-        proofs = [
-            prove_not_ready(node, self.clock.now(), self.o.not_ready_seconds),
-            # Silence watched on our monotonic clock from this run's first read (the NotReady wait overlaps it).
-            self.lease_watch.proof(lease, name="lease-stale"),
-        ]
-        self.lease_silent_at = self.lease_watch.silent_at(lease)
-        self._note_held(proofs)
-        api_proven = all(p.ok for p in proofs)
-        # Power is read on every check of the wait, so the Off pair is complete when the other proofs hold.
-        reading, error, identity = self._off_pair_reading(node, others_hold=api_proven)
-        # Only the watch is missing (NotReady long enough, power not against it): the run waits for it, whatever proof_timeout.
-        power_may_hold = identity is not None and identity.ok and (reading.state == "off" or self.o.fence)
-        self.watch_pending = proofs[0].ok and power_may_hold and self._watch_can_complete(proofs[1])
-        if self.o.fence and api_proven and reading is not None and reading.state != "off" and identity.ok:
-            if self.check_mode:
-                self.facts["fence"] = f"power off via {self.power.method} (reads {reading.state.upper()} now), re-read until Off"
-                proofs.append(Proof("power-off", True, f"would be established by fencing ({reading.detail}); identity: {identity.detail}"))
-            else:
-                reading, error, identity = self.power_checks.fence(node)
-                proofs.append(prove_power_off(reading, error, identity))
-        elif self.o.fence and reading is not None and identity is not None and not identity.ok:
-            self.facts["fence"] = "not attempted: the power device is not shown to be this node's"
-            proofs.append(prove_power_off(reading, error, identity))
-        elif self.o.fence and not api_proven:
-            self.facts["fence"] = "not attempted: the API does not show the node dead yet"
-            proofs.append(prove_power_off(reading, error, identity))
-        else:
-            if self.o.fence:
-                self.facts["fence"] = "not needed: power already reads OFF" if reading is not None else "not attempted: power unreadable"
-            proofs.append(prove_power_off(reading, error, identity))
-        self.facts["proofs"] = [p.as_dict() for p in proofs]
-        self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
-        if identity is not None:
-            self.facts["power"]["identity"] = identity.as_dict()
-        self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
-        require_all(proofs)
-        return proofs
-
-    def _prove_power_event(self, node: dict) -> list:
-        """The power-event path's proofs (power_event.py): the Lease silent as watched from here (LeaseWatch),
-        then the BMC Off twice with identity. Never fences: the event says Off, a reading of On contradicts it
-        and refuses, as does a Lease that changes while watched."""
-        lease = self.cluster.get_node_lease(self.o.node)
-        power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
-        proofs = [self.lease_watch.proof(lease)]
-        if self.lease_watch.changed_to is not None:
-            raise RefusedError(
-                "lease-renewed",
-                f"the Lease of {self.o.node} changed while this run watched it ({proofs[0].detail}), although a power event "
-                f"said Off at {format_time(self.event_time)}: its kubelet lives (its clock is not trusted either way); nothing was changed",
-            )
-        self.lease_silent_at = self.lease_watch.silent_at(lease)
-        self.watch_pending = self._watch_can_complete(proofs[0])
-        self._note_held(proofs)
-        reading, error, identity = self._off_pair_reading(node, others_hold=proofs[0].ok)
-        proofs.append(prove_power_off(reading, error, identity))
-        self.facts["proofs"] = [p.as_dict() for p in proofs]
-        self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
-        if identity is not None:
-            self.facts["power"]["identity"] = identity.as_dict()
-        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            raise RefusedError(
-                "power-on",
-                f"{reading.method} of {self.o.node} reads power ON now ({reading.detail}), although a power event said Off at "
-                f"{format_time(self.event_time)}: the node may run; nothing was changed",
-            )
-        if self.o.fence:
-            self.facts["fence"] = "not used on the power-event path: the event says Off, the proof reads it"
-        self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
-        require_all(proofs)
-        return proofs
-
-    def _watch_can_complete(self, lease_proof: Proof) -> bool:
-        """True when the Lease proof failed only for want of watching time: no change seen, a watch this run can wait for."""
-        return not lease_proof.ok and self.lease_silent_at is not None
-
-    def _off_pair_reading(self, node: dict, others_hold: bool) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict) of the power reading taken at this check of the wait (both
-        paths): the two Off readings overlap the wait for the other proofs (NotReady, the Lease watch) instead of
-        following it. The first Off reading (identity shown) is remembered; once the other proofs hold, a reading
-        at least off_confirm_seconds after it confirms Off, and it is the one taken now, so the last reading is
-        fresh (the run sleeps only for what is left of that interval). A reading that is not Off with identity
-        shown starts the pair again. A manual attestation is read once."""
-        waiting = RenewingClock(self.clock, self.lock)
-        try:
-            while True:
-                reading, identity = read_with_identity(self.power, node)
-                self._note_power_reading(reading, identity)
-                if reading.state != "off" or not identity.ok:
-                    if self.first_off_at is not None and identity.ok:
-                        apart = self.clock.monotonic() - self.first_off_at
-                        reading = reading._replace(detail=f"read OFF, then {reading.state.upper()} {apart:.0f}s later (rebooting?): {reading.detail}")
-                    self.first_off_at = None
-                    return reading, None, identity
-                if self.first_off_at is None:
-                    self.first_off_at = self.clock.monotonic()
-                apart = self.clock.monotonic() - self.first_off_at
-                if is_statement(self.power):
-                    return read_once(reading), None, identity
-                if not others_hold:
-                    return reading._replace(detail=f"OFF for {apart:.0f}s so far (confirmed once the other proofs hold): {reading.detail}"), None, identity
-                if apart >= off_confirm_seconds(self.power):
-                    return reading._replace(detail=f"OFF in two readings {apart:.0f}s apart: {reading.detail}"), None, identity
-                waiting.sleep(off_confirm_seconds(self.power) - apart)
-        except PowerError as e:
-            self.first_off_at = None
-            self._note("power", f"unreadable: {e}")
-            return None, e, None
-
-    def _note_power_reading(self, reading, identity) -> None:
-        shown = "identity shown" if identity.ok else "identity NOT shown"
-        self._note("power", f"{reading.state.upper()} ({reading.method}, {shown})")
-
-    def _note_held(self, proofs: list) -> None:
-        """On the timeline: the moment each of these proofs first held (NotReady long enough, the Lease silent)."""
-        for proof in proofs:
-            if proof.ok and proof.name not in self.noted:
-                self.noted.add(proof.name)
-                self._note(proof.name, f"holds: {proof.detail}")
-
-    def _note(self, what: str, result: str) -> None:
-        """One reading of the proof phase, on the incident's timeline (timeline.py): what was read, when (wall clock,
-        for the record only) and what it showed. A long wait keeps its first and its last readings."""
-        self.readings.append({"time": format_micro_time(self.clock.now()), "reading": what, "result": result})
-        if len(self.readings) > MAX_READINGS_KEPT:  # drop the oldest power reading past the first few
-            dropped = next((i for i, r in enumerate(self.readings) if i >= MAX_READINGS_KEPT // 4 and r["reading"] == "power"), None)
-            if dropped is not None:
-                del self.readings[dropped]
-
-    def _prove_in_time(self, node: dict) -> dict:
-        """Watch while waiting: prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
-        (an alert fired at the first NotReady). Each check reads the Node (NotReady), its Lease (the watch) and its
-        power (the Off pair, _off_pair_reading) on one monotonic schedule (_until_next_check), so the proofs run in
-        parallel with the waits. A node that is Ready again is refused at once. When only the Lease
-        watch is missing, the run waits for it even past proof_timeout (at most one renew interval plus the margin,
-        LONGEST_LEASE_WATCH_SECONDS at most): silence is watched, it cannot be read off a timestamp. On the heartbeat
-        path the watch runs during the NotReady wait, so it costs nothing when the run starts at NotReady."""
-        started = self.clock.monotonic()
-        deadline = started + (0 if self.check_mode else self.o.proof_timeout)
-        waiting = RenewingClock(self.clock, self.lock)
-        while True:
-            try:
-                self._prove(node)
-                return node
-            except MissingProofError as error:
-                back = self._back(node, self.cluster.get_node_lease(self.o.node))
-                if back:
-                    error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
-                    raise
-                left = deadline - self.clock.monotonic()
-                if left <= 0 and not self.watch_pending:
-                    if self.o.proof_timeout > 0:
-                        error.add_detail(f"re-checked for {self.clock.monotonic() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
-                    raise
-                waiting.sleep(self._until_next_check() if left <= 0 else min(self._until_next_check(), left))
-            node = self._get_node()
-
-    def _until_next_check(self) -> float:
-        """The poll interval, or less when a missing proof is known to hold sooner: the Lease watch ends, and NotReady
-        has lasted not_ready_seconds, at times known in advance; every second counts there."""
-        now = self.clock.monotonic()
-        due = [at - now + 0.1 for at in (self.lease_silent_at, self.not_ready_at) if at is not None and at > now]
-        return min([self.o.poll_interval, *due])
-
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
         self.power_checks.require_attestation_unused()
         started = self.clock.now()
-        node = self._prove_in_time(node)
+        node = self.proof.prove_in_time(node)
         proven = self.clock.now()
         self.power_checks.proven_at = self.clock.monotonic()
         rec = records.new(node, self.o.job_id, started, None if is_ready(node) else ready_since(node))
@@ -438,7 +240,7 @@ class OutageRun:
             records.start_step(rec, "fence", proven)
             records.end_step(rec, "fence", proven, "skipped")
         rec["proofs"] = self.facts["proofs"]
-        rec["readings"] = self.readings
+        rec["readings"] = self.proof.readings
         rec["power"] = self.facts["power"]
         rec["pods"] = {
             "moved": self.facts["pods"]["delete"],
@@ -470,7 +272,7 @@ class OutageRun:
         if proven_uid and node["metadata"].get("uid") != proven_uid:
             raise RefusedError("node-replaced", f"node {self.o.node} was re-created (new UID) after the proofs; nothing was changed")
         lease = self.cluster.get_node_lease(self.o.node)
-        back = self._back(node, lease)
+        back = self.back(node, lease)
         if back:
             raise NodeReturnedError(f"{self.o.node} {back} before the taint; nothing was changed")
         self._check_safety(node, nodes)
@@ -532,14 +334,14 @@ class OutageRun:
         return text
 
     # -- steps after the taint ------------------------------------------------------------------
-    def _ensure_still_down(self, step: str) -> None:
+    def ensure_still_down(self, step: str) -> None:
         """Stop cleanly if the node came back (Ready, its Lease renewed, or a new bootID): keep the taint,
         record why, let node-recover decide. Cheap (API reads): runs on every tick of a step's waits."""
         self.lock.renew()
-        node = self._get_node()
-        back = self._back(node, self.cluster.get_node_lease(self.o.node)) or self._rebooted(node)
+        node = self.get_node()
+        back = self.back(node, self.cluster.get_node_lease(self.o.node)) or self._rebooted(node)
         if back:
-            self._interrupt(step, f"node {back} during the outage run")
+            self.interrupt(step, f"node {back} during the outage run")
 
     def _rebooted(self, node: dict) -> str:
         """Why the node counts as booted again since the taint ('' when it does not): a bootID other than the recorded one."""
@@ -549,7 +351,7 @@ class OutageRun:
             return f"booted again (bootID {recorded} -> {now})"
         return ""
 
-    def _interrupt(self, step: str, reason: str) -> None:
+    def interrupt(self, step: str, reason: str) -> None:
         self.record["phase"] = records.INTERRUPTED
         self.record["interrupted"] = {"step": step, "reason": reason}
         self.recorder.save(self.record)
@@ -573,10 +375,10 @@ class OutageRun:
                 f"node {self.o.node} has UID {node['metadata'].get('uid')}, incident {self.record['id']} was about UID "
                 f"{recorded_uid}: the Node object was re-created, the record does not apply to it. Nothing was changed",
             )
-        self._ensure_still_down(step)
+        self.ensure_still_down(step)
         self.power_checks.require_off(step, "on resume")
 
-    def _attachments(self) -> list:
+    def attachments(self) -> list:
         return vas.on_node(self.cluster.list_volume_attachments(), self.o.node)
 
     # -- result ---------------------------------------------------------------------------------

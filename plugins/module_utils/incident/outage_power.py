@@ -4,7 +4,7 @@
 destructive write, keep the power-off proof fresh, and hold a manual attestation to its window and its incident.
 
 Each check reads the power with identity shown (power/identity.py). On, with identity shown, stops the run
-(after the taint: recorded as interrupted, OutageRun._interrupt); anything else but Off is a missing proof.
+(after the taint: recorded as interrupted, OutageRun.interrupt); anything else but Off is a missing proof.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class PowerChecks:
         power read once more, identity shown. On stops before the write (after the taint: recorded as
         interrupted); anything but Off with identity is a missing proof."""
         run = self.run
-        reading, error, identity = self.read_once(node or run._get_node())
+        reading, error, identity = self.read_once(node or run.get_node())
         proof = prove_power_off(reading, error, identity)
         run.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=f"right before {action}"))
         if proof.ok:
@@ -106,7 +106,7 @@ class PowerChecks:
             reason = f"power reads ON right before {action} ({proof.detail}): the machine runs again"
             if before_taint:
                 raise NodeReturnedError(f"{run.o.node}: {reason}; the run stopped before the taint, nothing was changed")
-            run._interrupt(step, reason)
+            run.interrupt(step, reason)
         if before_taint:
             raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}", "nothing was changed"])
         raise MissingProofError(
@@ -164,14 +164,14 @@ class PowerChecks:
         """Power Off again (the same identity-checked, confirmed reading the proofs use), else stop: On is recorded
         as interrupted, anything else is a missing proof. After the taint only."""
         run = self.run
-        reading, error, identity = self.read_confirmed(run._get_node(), run.record.get("id"))
+        reading, error, identity = self.read_confirmed(run.get_node(), run.record.get("id"))
         proof = prove_power_off(reading, error, identity)
         run.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=when))
         if proof.ok:
             self.proven_at = run.clock.monotonic()
             return
         if reading is not None and reading.state == "on":
-            run._interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
+            run.interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
         raise MissingProofError(
             ["power-off"],
             [

@@ -3,7 +3,7 @@
 """node-outage's steps after the taint, the same for both trigger paths and on resume:
 force-delete pods -> wait for volume detach (delete VolumeAttachments only when opted in) -> verify replacements.
 
-Each step starts only while the node is still down and its power not On (OutageRun._ensure_still_down,
+Each step starts only while the node is still down and its power not On (OutageRun.ensure_still_down,
 PowerChecks.read_once), and its edges are recorded on the Node, so a rerun continues at the step that did not end.
 A destructive write needs a fresh power-off proof and one more power reading right before it (outage_power.py).
 """
@@ -35,7 +35,7 @@ class AfterTaintSteps:
         for step in records.OUTAGE_STEPS:
             if records.step_done(run.record, step):
                 continue
-            run._ensure_still_down(step)
+            run.ensure_still_down(step)
             self.ensure_power_not_on(step)
             run.recorder.step_started(run.record, step)
             try:
@@ -47,7 +47,7 @@ class AfterTaintSteps:
                 raise
             run.recorder.step_ended(run.record, step, outcome)
         # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
-        run._ensure_still_down("outage-complete")
+        run.ensure_still_down("outage-complete")
         self.ensure_power_not_on("outage-complete")
         run.record["phase"] = records.OUTAGE_COMPLETE
         run.recorder.save(run.record)
@@ -57,13 +57,13 @@ class AfterTaintSteps:
         """Stop cleanly if the power source, its identity shown, reads On: the machine runs again. At every step
         edge; an unreadable source is not a return (the destructive steps need Off anyway)."""
         run = self.run
-        reading, _error, identity = run.power_checks.read_once(run._get_node())
+        reading, _error, identity = run.power_checks.read_once(run.get_node())
         if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            run._interrupt(step, f"{reading.method} reads power ON ({reading.detail}): the machine runs again")
+            run.interrupt(step, f"{reading.method} reads power ON ({reading.detail}): the machine runs again")
 
     def _tick(self, step: str):
         def tick(_elapsed):
-            self.run._ensure_still_down(step)
+            self.run.ensure_still_down(step)
 
         return tick
 
@@ -93,10 +93,10 @@ class AfterTaintSteps:
     def detach_volumes(self) -> str:
         run = self.run
         tick = self._tick("detach-volumes")
-        ok = wait_until(lambda: not run._attachments(), run.o.detach_timeout, run.o.poll_interval, run.clock, tick)
+        ok = wait_until(lambda: not run.attachments(), run.o.detach_timeout, run.o.poll_interval, run.clock, tick)
         if ok:
             return "no VolumeAttachment left"
-        blockers = vas.blockers(run._attachments(), run.clock.now())
+        blockers = vas.blockers(run.attachments(), run.clock.now())
         run.record["volume_blockers"] = blockers
         if not run.o.delete_volume_attachments:
             raise StepTimeoutError(
@@ -108,9 +108,9 @@ class AfterTaintSteps:
         run.power_checks.at_point_of_action("detach-volumes", "deleting VolumeAttachments")
         for blocker in blockers:
             run.cluster.delete_volume_attachment(blocker["name"])
-        ok = wait_until(lambda: not run._attachments(), run.o.detach_timeout, run.o.poll_interval, run.clock, tick)
+        ok = wait_until(lambda: not run.attachments(), run.o.detach_timeout, run.o.poll_interval, run.clock, tick)
         if not ok:
-            left = vas.blockers(run._attachments(), run.clock.now())
+            left = vas.blockers(run.attachments(), run.clock.now())
             raise StepTimeoutError(f"VolumeAttachments deleted but still present: {vas.describe(left)}")
         return f"deleted {len(blockers)} VolumeAttachment(s) (opted in)"
 
