@@ -30,9 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, safety
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import power_event, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import outage_default
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
@@ -45,14 +44,14 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     has_out_of_service_taint,
     is_ready,
     ready_since,
-    taints_with_out_of_service,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import PowerChecks
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_proof import MAX_READINGS_KEPT, ProofWatch  # noqa: F401 (tests import it here)
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_resume import Resume
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_steps import AfterTaintSteps
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_taint import TaintWrite
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
     ClusterUniqueIdentity,
@@ -108,12 +107,14 @@ class OutageRun:
         self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
         self.proof = ProofWatch(self)  # the proof phase: watch while waiting (outage_proof.py), per trigger
         self.power_checks = PowerChecks(self, power, clock)  # fence, re-read before destructive writes, proof age
+        self.taint = TaintWrite(self)  # the taint and its record, one conditional write under the cluster lock
         self.steps = AfterTaintSteps(self)  # force-delete pods, detach volumes, verify replacements
+        self.resume = Resume(self)  # a rerun continues at the step that did not end, after proving again
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
         self.lock = NodeLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds)
-        # Held only from the read the cluster-wide rules are decided on to the taint write (_write_taint).
+        # Held only from the read the cluster-wide rules are decided on to the taint write (outage_taint.py).
         self.cluster_lock = ClusterLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
 
     # -- entry point ----------------------------------------------------------------------------
@@ -140,9 +141,7 @@ class OutageRun:
             if action in (records.FRESH, records.ADOPT):
                 node = self._prove_and_taint(node, adopt=action == records.ADOPT)
             else:
-                self.recorder = self._recorder(node)
-                self.facts["resumed_from"] = step
-                self._reprove_resume(node, step)
+                self.resume.start(node, step)
             self.steps.run_all()
         finally:
             self.lock.release()
@@ -152,11 +151,11 @@ class OutageRun:
     def changed(self) -> bool:
         return self.tainted or bool(self.recorder and self.recorder.written)
 
-    def _recorder(self, node: dict) -> Recorder:
+    def new_recorder(self, node: dict) -> Recorder:
         return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=self.lock.confirm)
 
     # -- safety rules ---------------------------------------------------------------------------
-    def _check_safety(self, node: dict, nodes: list) -> None:
+    def check_safety(self, node: dict, nodes: list) -> None:
         """Control plane (etcd members included), quorum, storm and other remediators, on one Node list. A node
         already carrying the out-of-service taint counts as down even while Ready (another run's power-event incident)."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
@@ -190,7 +189,7 @@ class OutageRun:
         if action in (records.FRESH, records.ADOPT):
             if self.event_time is not None:
                 power_event.check_event_age(self.event_time, self.clock.now(), self.o.power_event_max_age_seconds)
-            self._check_safety(node, self.cluster.list_nodes())
+            self.check_safety(node, self.cluster.list_nodes())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:
                 lease = self.cluster.get_node_lease(self.o.node)
@@ -200,9 +199,7 @@ class OutageRun:
                 self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
-            self.lease_baseline = self.record.get("lease_renew_time")
-            # The incident's own trigger decides how "back" is judged, not the option of this run.
-            self.event_time, self.ready_baseline = records.power_event_of(self.record)
+            self.resume.restore_trigger()
         if self.power is None:
             # After the safety rules on purpose: a control-plane node is refused for that reason first.
             raise RefusedError(
@@ -247,10 +244,10 @@ class OutageRun:
             "tolerating": self.facts["pods"]["tolerating"],
             "skipped": len(self.facts["pods"]["skipped"]),
         }
-        node = self._write_taint(rec, adopt, node["metadata"].get("uid"))
+        node = self.taint.write(rec, adopt, node["metadata"].get("uid"))
         self.tainted = True
         self.record = rec
-        self.recorder = self._recorder(node)
+        self.recorder = self.new_recorder(node)
         self.recorder.archive(rec)
         power = self.facts["power"]
         self.recorder.event(
@@ -262,76 +259,6 @@ class OutageRun:
             f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']}, trigger {records.trigger_text(rec)})",
         )
         return node
-
-    def _fresh_read(self, proven_uid) -> dict:
-        """One Node list, re-checked right before the taint: the target from it is what the taint is written against."""
-        nodes = self.cluster.list_nodes()
-        node = next((n for n in nodes if n["metadata"]["name"] == self.o.node), None)
-        if node is None:
-            raise RefusedError("unknown-node", f"node {self.o.node} was deleted before the taint; nothing was changed")
-        if proven_uid and node["metadata"].get("uid") != proven_uid:
-            raise RefusedError("node-replaced", f"node {self.o.node} was re-created (new UID) after the proofs; nothing was changed")
-        lease = self.cluster.get_node_lease(self.o.node)
-        back = self.back(node, lease)
-        if back:
-            raise NodeReturnedError(f"{self.o.node} {back} before the taint; nothing was changed")
-        self._check_safety(node, nodes)
-        self.facts["lease_renew_time"] = ((lease or {}).get("spec") or {}).get("renewTime")
-        return node
-
-    def _archive_previous(self, node: dict, rec: dict) -> None:
-        """A record already on the Node (recovered, interrupted, or its taint removed by hand) goes into the
-        history before the new one replaces it; if that fails, nothing is written."""
-        previous = records.read(node)
-        if previous is None or previous.get("id") == rec["id"]:
-            return
-        history.upsert(self.cluster, self.o.history_namespace, previous)
-        rec["previous"] = previous.get("id")
-
-    def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
-        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on. The cluster
-        lock is held from that read to the write: no other run decides the cluster-wide rules meanwhile."""
-        self.cluster_lock.acquire()
-        try:
-            return self._write_taint_decided(rec, adopt, proven_uid)
-        finally:
-            self.cluster_lock.release()
-            if self.cluster_lock.release_note:
-                self.facts["cluster_lock_note"] = self.cluster_lock.release_note
-
-    def _write_taint_decided(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
-        for _attempt in range(3):
-            node = self._fresh_read(proven_uid)
-            self._archive_previous(node, rec)
-            records.set_identity(rec, node)
-            rec["lease_renew_time"] = self.facts.get("lease_renew_time")
-            now = self.clock.now()
-            records.start_step(rec, "taint", now)
-            records.end_step(rec, "taint", now, "adopted" if adopt else "tainted")
-            rec["phase"] = "taint"
-            patch = records.annotations_patch(rec)
-            patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
-            patch["spec"] = {"taints": taints_with_out_of_service(node)}
-            self.power_checks.require_attestation_valid("before the taint")
-            self.power_checks.at_point_of_action("taint", "the taint", node)
-            self.lock.confirm()  # the taint only while this run provably holds the node's lock
-            self.cluster_lock.confirm()  # and the cluster lock its decision was made under
-            try:
-                return self.cluster.patch_node(self.o.node, patch)
-            except ConflictError:
-                continue  # the node changed (status update?): re-read and re-check everything
-            except ClusterError as e:  # e.g. the admission policy (deploy/admission/) denied the taint: its message
-                raise RefusedError("taint-refused", self._taint_refused(e)) from e
-        raise RefusedError("busy-node", f"{self.o.node} kept changing while tainting; nothing was changed, retry")
-
-    def _taint_refused(self, error) -> str:
-        text = f"the API did not take the taint and its record (one write): {error}"
-        if self.event_time is not None:
-            text += (
-                ". On the power-event path the node may still be Ready: the admission policy nodeguard-out-of-service-taint "
-                "allows that only with powerEventPath true (docs/runbooks/node-outage.md)"
-            )
-        return text
 
     # -- steps after the taint ------------------------------------------------------------------
     def ensure_still_down(self, step: str) -> None:
@@ -366,18 +293,6 @@ class OutageRun:
         )
 
     # -- proving again after the taint ----------------------------------------------------------
-    def _reprove_resume(self, node: dict, step: str) -> None:
-        """A resumed run acts on proofs of its own: the same Node object, not back, power still Off."""
-        recorded_uid = self.record.get("node_uid")
-        if recorded_uid and node["metadata"].get("uid") != recorded_uid:
-            raise RefusedError(
-                "node-replaced",
-                f"node {self.o.node} has UID {node['metadata'].get('uid')}, incident {self.record['id']} was about UID "
-                f"{recorded_uid}: the Node object was re-created, the record does not apply to it. Nothing was changed",
-            )
-        self.ensure_still_down(step)
-        self.power_checks.require_off(step, "on resume")
-
     def attachments(self) -> list:
         return vas.on_node(self.cluster.list_volume_attachments(), self.o.node)
 
