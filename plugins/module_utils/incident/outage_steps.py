@@ -18,6 +18,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 
+# The steps that may delete (pods, VolumeAttachments): the history gets the record right after each of them.
+DESTRUCTIVE_STEPS = ("delete-pods", "detach-volumes")
+
 
 class AfterTaintSteps:
     """The steps after the taint of one OutageRun (``run``: its cluster, options, clock, lock, record and recorder)."""
@@ -26,6 +29,15 @@ class AfterTaintSteps:
         self.run = run
 
     def run_all(self) -> None:
+        """Each step not yet ended, in order. The Node record is written at every step edge (a rerun continues from
+        it); its history copy once per destructive step, after it, and once at the end (Recorder.flush_history)."""
+        run = self.run
+        try:
+            self._run_steps()
+        finally:
+            run.recorder.flush_history()  # whatever stopped the run, the history ends with the last record written
+
+    def _run_steps(self) -> None:
         run = self.run
         steps = {
             "delete-pods": self.delete_pods,
@@ -37,7 +49,7 @@ class AfterTaintSteps:
                 continue
             run.ensure_still_down(step)
             self.ensure_power_not_on(step)
-            run.recorder.step_started(run.record, step)
+            run.recorder.step_started(run.record, step, archive=False)
             try:
                 outcome = steps[step]()
             except (StepTimeoutError, MissingProofError) as e:
@@ -45,7 +57,7 @@ class AfterTaintSteps:
                 run.recorder.save(run.record)
                 run.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
                 raise
-            run.recorder.step_ended(run.record, step, outcome)
+            run.recorder.step_ended(run.record, step, outcome, archive=step in DESTRUCTIVE_STEPS)
         # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
         run.ensure_still_down("outage-complete")
         self.ensure_power_not_on("outage-complete")
