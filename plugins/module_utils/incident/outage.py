@@ -12,8 +12,8 @@ taint is written, so no other run decides the cluster-wide rules meanwhile): the
 quorum and control-plane status on, the target's resourceVersion (conditional write), its UID and Lease (not
 renewed since the run began: a renewed Lease means the kubelet lives, as Ready does).
 After the taint every step edge is recorded on the Node (conditional writes) and as an Event (best effort),
-and copied into the node's durable history, so a rerun continues where a crash stopped, and node-recover
-knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
+and copied into the node's durable history (once per destructive step, outage_steps.py), so a rerun continues
+where a crash stopped, and node-recover knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
 Before each destructive step (the taint included) the power-off proof must be at most ``proof_max_age_seconds``
 old (monotonic clock) and a manual attestation not expired; and right before the taint and each batch of
 force-deletes or VolumeAttachment deletes the power is read once more, identity shown (On stops the run).
@@ -24,6 +24,11 @@ waiting for NotReady: the event time is checked (power_event.py), the Lease must
 this controller's monotonic clock (proofs.LeaseWatch) and the BMC must read Off twice with identity; a BMC
 reading On refuses. The node may still be Ready in the API: that Ready (the transition the run first saw) is
 not a sign of life, a newer one is.
+
+OutageRun decides (fresh, adopt, resume, done), holds the locks and the state the parts share, and composes them:
+outage_proof.py (ProofWatch: watch while waiting) with outage_triggers.py (what each trigger proves),
+outage_taint.py (TaintWrite), outage_steps.py (AfterTaintSteps), outage_power.py (PowerChecks: fence, power
+re-reads, proof age, attestations) and outage_resume.py (Resume).
 """
 
 from __future__ import annotations
