@@ -52,7 +52,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import PowerChecks
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_proof import MAX_READINGS_KEPT, ProofWatch  # noqa: F401 (tests import it here)
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_proof import MAX_READINGS_KEPT, ProofWatch
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_resume import Resume
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_steps import AfterTaintSteps
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_taint import TaintWrite
@@ -61,6 +61,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediati
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
     ClusterUniqueIdentity,
 )
+
+# MAX_READINGS_KEPT lives in outage_proof.py; it is still importable from here.
+__all__ = ["MAX_READINGS_KEPT", "OutageOptions", "OutageRun"]
 
 
 @dataclass
