@@ -50,7 +50,8 @@ class Recorder:
 
     ``written`` tells the module whether anything changed; ``errors`` lists the best-effort writes
     (Events, history) that failed. ``guard`` (optional) runs before every record write, e.g. to renew the lock.
-    ``history_namespace`` None turns the history copy off.
+    ``history_namespace`` None turns the history copy off. A save with ``archive=False`` leaves its history
+    copy to the next save that archives, or to ``flush_history``: several record writes in a row, one history write.
     """
 
     def __init__(self, cluster, node: dict, event_namespace: str, clock, history_namespace=None, guard=None):
@@ -63,8 +64,9 @@ class Recorder:
         self.events = []
         self.errors = []
         self.written = False
+        self.unarchived = None  # the last record saved without its history copy (None: the history is up to date)
 
-    def save(self, record: dict) -> None:
+    def save(self, record: dict, archive: bool = True) -> None:
         """Write the record to the Node, conditional on the Node's resourceVersion (see the module docstring)."""
         if self.guard is not None:
             self.guard()
@@ -91,10 +93,19 @@ class Recorder:
         else:
             raise RefusedError("busy-node", f"{name} kept changing while recording incident {record['id']}; rerun to continue")
         self.written = True
-        self.archive(record)
+        if archive:
+            self.archive(record)
+        else:
+            self.unarchived = record
+
+    def flush_history(self) -> None:
+        """Write the history copy a save left for later, if any."""
+        if self.unarchived is not None:
+            self.archive(self.unarchived)
 
     def archive(self, record: dict) -> None:
         """Copy the record into the node's durable history (best effort after the taint)."""
+        self.unarchived = None
         if self.history_namespace is None:
             return
         try:
@@ -112,12 +123,12 @@ class Recorder:
         self.events.append({"reason": reason, "message": message})
         self.written = True
 
-    def step_started(self, record: dict, step: str) -> None:
+    def step_started(self, record: dict, step: str, archive: bool = True) -> None:
         records.start_step(record, step, self.clock.now())
-        self.save(record)
+        self.save(record, archive)
         self.event("FailoverStepStarted", f"{step} started (incident {record['id']}, job {record['job']})")
 
-    def step_ended(self, record: dict, step: str, outcome: str = "done") -> None:
+    def step_ended(self, record: dict, step: str, outcome: str = "done", archive: bool = True) -> None:
         records.end_step(record, step, self.clock.now(), outcome)
-        self.save(record)
+        self.save(record, archive)
         self.event("FailoverStepCompleted", f"{step} {outcome} (incident {record['id']}, job {record['job']})")

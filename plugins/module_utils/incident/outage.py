@@ -12,8 +12,8 @@ taint is written, so no other run decides the cluster-wide rules meanwhile): the
 quorum and control-plane status on, the target's resourceVersion (conditional write), its UID and Lease (not
 renewed since the run began: a renewed Lease means the kubelet lives, as Ready does).
 After the taint every step edge is recorded on the Node (conditional writes) and as an Event (best effort),
-and copied into the node's durable history, so a rerun continues where a crash stopped, and node-recover
-knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
+and copied into the node's durable history (once per destructive step, outage_steps.py), so a rerun continues
+where a crash stopped, and node-recover knows what happened. A resumed run proves again before acting: same Node UID, not back, power still Off.
 Before each destructive step (the taint included) the power-off proof must be at most ``proof_max_age_seconds``
 old (monotonic clock) and a manual attestation not expired; and right before the taint and each batch of
 force-deletes or VolumeAttachment deletes the power is read once more, identity shown (On stops the run).
@@ -24,24 +24,24 @@ waiting for NotReady: the event time is checked (power_event.py), the Lease must
 this controller's monotonic clock (proofs.LeaseWatch) and the BMC must read Off twice with identity; a BMC
 reading On refuses. The node may still be Ready in the API: that Ready (the transition the run first saw) is
 not a sign of life, a newer one is.
+
+OutageRun decides (fresh, adopt, resume, done), holds the locks and the state the parts share, and composes them:
+outage_proof.py (ProofWatch: watch while waiting) with outage_triggers.py (what each trigger proves),
+outage_taint.py (TaintWrite), outage_steps.py (AfterTaintSteps), outage_power.py (PowerChecks: fence, power
+re-reads, proof age, attestations) and outage_resume.py (Resume).
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, power_event, replacements, safety
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import power_event, safety
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import outage_default
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import (
-    MissingProofError,
     NodeReturnedError,
     RefusedError,
-    StepTimeoutError,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import ClusterLock, NodeLock
@@ -49,33 +49,21 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     has_out_of_service_taint,
     is_ready,
     ready_since,
-    taints_with_out_of_service,
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import identity as identity_of
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import PowerChecks
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_proof import MAX_READINGS_KEPT, ProofWatch
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_resume import Resume
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_steps import AfterTaintSteps
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_taint import TaintWrite
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.plan import outage_plan
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import (
-    LeaseWatch,
-    Proof,
-    prove_not_ready,
-    prove_power_off,
-    require_all,
-)
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time, parse_time
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediation import STOCK_REMEDIATION
-from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError, fence_off
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
     ClusterUniqueIdentity,
-    confirm_off,
-    is_statement,
-    off_confirm_seconds,
-    read_once,
-    read_with_identity,
 )
 
-# Proof-phase readings kept on the incident record (a Node annotation): a long wait keeps its first and last ones.
-MAX_READINGS_KEPT = 60
+# MAX_READINGS_KEPT lives in outage_proof.py; it is still importable from here.
+__all__ = ["MAX_READINGS_KEPT", "OutageOptions", "OutageRun"]
 
 
 @dataclass
@@ -111,33 +99,6 @@ class OutageOptions:
     power_event_max_age_seconds: int = outage_default("power_event_max_age_seconds")
 
 
-def _attestation_deadline(power, clock):
-    """Monotonic time at which a manual attestation expires (None for any other power source). Its expiry is
-    an absolute time an operator wrote, checked against this controller's wall clock when it was read
-    (power/manual.py, time.time()); it is turned into time left once, here, against the same clock, and
-    counted down on the monotonic clock from then on."""
-    attestation = getattr(power, "attestation", None)
-    expires = parse_time(attestation.get("expires")) if isinstance(attestation, dict) and attestation.get("expires") else None
-    if expires is None:
-        return None
-    return clock.monotonic() + (expires - time.time())
-
-
-class _RenewingClock:
-    """A clock that keeps the lock alive while fencing sleeps between tries and re-reads."""
-
-    def __init__(self, clock, lock):
-        self.clock = clock
-        self.lock = lock
-
-    def now(self) -> float:
-        return self.clock.now()
-
-    def sleep(self, seconds: float) -> None:
-        self.lock.renew()
-        self.clock.sleep(seconds)
-
-
 class OutageRun:
     def __init__(self, cluster, power, options: OutageOptions, clock, check_mode: bool = False):
         self.cluster = cluster
@@ -152,27 +113,21 @@ class OutageRun:
         self.tainted = False  # this run wrote the taint: the result is changed, whatever fails later
         self.lease_seen = False
         self.lease_baseline = None  # renewTime text of the node's Lease when this run first looked: a token, not a time
-        self.lease_watch = LeaseWatch(clock, options.lease_margin_seconds)  # the Lease's silence, watched here (both paths)
-        self.power_proven_at = None  # monotonic time of the last power-off proof
-        self.attestation_expires_at = _attestation_deadline(power, clock)  # monotonic; None: not an attestation
+        self.proof = ProofWatch(self)  # the proof phase: watch while waiting (outage_proof.py), per trigger
+        self.power_checks = PowerChecks(self, power, clock)  # fence, re-read before destructive writes, proof age
+        self.taint = TaintWrite(self)  # the taint and its record, one conditional write under the cluster lock
+        self.steps = AfterTaintSteps(self)  # force-delete pods, detach volumes, verify replacements
+        self.resume = Resume(self)  # a rerun continues at the step that did not end, after proving again
         # Power-event path: the event time (epoch) and the Ready transition the run first saw (None: not Ready).
         self.event_time = power_event.parse_event_time(options.power_event_time) if options.power_event_time is not None else None
         self.ready_baseline = None
-        self.first_off_at = None  # monotonic time of the first Off reading (identity shown) of the pair, both paths
-        self.lease_silent_at = None  # monotonic time at which the Lease's silence can be proven (None: unknown or never)
-        self.not_ready_at = None  # heartbeat path: monotonic time at which NotReady will have lasted not_ready_seconds
-        self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
-        self.readings = []  # what the proof phase read, and when: the incident timeline's proof rows (_note)
-        self.noted = set()  # the once-only readings already noted (the Lease watch's end, NotReady long enough)
-        self.lock = NodeLock(
-            cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
-        )
-        # Held only from the read the cluster-wide rules are decided on to the taint write (_write_taint).
+        self.lock = NodeLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds)
+        # Held only from the read the cluster-wide rules are decided on to the taint write (outage_taint.py).
         self.cluster_lock = ClusterLock(cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock)
 
     # -- entry point ----------------------------------------------------------------------------
     def run(self) -> dict:
-        node = self._get_node()
+        node = self.get_node()
         action, step, done = self._decide(node)
         if done is not None:
             return done
@@ -180,37 +135,35 @@ class OutageRun:
         if self.check_mode:
             self.lock.check_free()
             if action in (records.FRESH, records.ADOPT):
-                self._prove_in_time(node)  # never waits, but for the power-event path's Lease silence window
-            self.facts["attachments"] = [va["metadata"]["name"] for va in self._attachments()]
+                self.proof.prove_in_time(node)  # never waits, but for the power-event path's Lease silence window
+            self.facts["attachments"] = [va["metadata"]["name"] for va in self.attachments()]
             return self._result(node, changed=False, message="check mode: nothing was changed")
 
         self.lock.acquire()
         try:
             # Decide again under the lock: another run may have tainted, finished or stopped meanwhile.
-            node = self._get_node()
+            node = self.get_node()
             action, step, done = self._decide(node)
             if done is not None:
                 return done
             if action in (records.FRESH, records.ADOPT):
                 node = self._prove_and_taint(node, adopt=action == records.ADOPT)
             else:
-                self.recorder = self._recorder(node)
-                self.facts["resumed_from"] = step
-                self._reprove_resume(node, step)
-            self._continue(node)
+                self.resume.start(node, step)
+            self.steps.run_all()
         finally:
             self.lock.release()
-        return self._result(self._get_node(), changed=True, message="outage complete")
+        return self._result(self.get_node(), changed=True, message="outage complete")
 
     @property
     def changed(self) -> bool:
         return self.tainted or bool(self.recorder and self.recorder.written)
 
-    def _recorder(self, node: dict) -> Recorder:
+    def new_recorder(self, node: dict) -> Recorder:
         return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=self.lock.confirm)
 
     # -- safety rules ---------------------------------------------------------------------------
-    def _check_safety(self, node: dict, nodes: list) -> None:
+    def check_safety(self, node: dict, nodes: list) -> None:
         """Control plane (etcd members included), quorum, storm and other remediators, on one Node list. A node
         already carrying the out-of-service taint counts as down even while Ready (another run's power-event incident)."""
         etcd = safety.etcd_nodes(self.cluster.list_pods(safety.ETCD_POD_NAMESPACE, safety.ETCD_POD_SELECTOR))
@@ -219,7 +172,7 @@ class OutageRun:
         safety.check_storm(nodes, self.o.max_unhealthy, down=(self.o.node, *out_of_service))
         safety.check_other_remediators(self.cluster, node)
 
-    def _back(self, node: dict, lease) -> str:
+    def back(self, node: dict, lease) -> str:
         """Why the node counts as back ('' when it does not): Ready, or a Lease renewed since the baseline.
         On the power-event path the Ready the run first saw is stale news, not life: only a newer one counts."""
         if is_ready(node) and not (self.event_time is not None and ready_since(node) == self.ready_baseline):
@@ -244,19 +197,17 @@ class OutageRun:
         if action in (records.FRESH, records.ADOPT):
             if self.event_time is not None:
                 power_event.check_event_age(self.event_time, self.clock.now(), self.o.power_event_max_age_seconds)
-            self._check_safety(node, self.cluster.list_nodes())
+            self.check_safety(node, self.cluster.list_nodes())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:
                 lease = self.cluster.get_node_lease(self.o.node)
                 self.lease_baseline = ((lease or {}).get("spec") or {}).get("renewTime")
-                self.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
-                self._note("lease", f"watch started (renewTime {self.lease_baseline}: the kubelet's clock, not compared)")
+                self.proof.lease_watch.observe(lease)  # the watch starts at this run's first read of the Lease
+                self.proof.note("lease", f"watch started (renewTime {self.lease_baseline}: the kubelet's clock, not compared)")
                 self.ready_baseline = ready_since(node) if is_ready(node) else None
                 self.lease_seen = True
         else:
-            self.lease_baseline = self.record.get("lease_renew_time")
-            # The incident's own trigger decides how "back" is judged, not the option of this run.
-            self.event_time, self.ready_baseline = records.power_event_of(self.record)
+            self.resume.restore_trigger()
         if self.power is None:
             # After the safety rules on purpose: a control-plane node is refused for that reason first.
             raise RefusedError(
@@ -267,7 +218,7 @@ class OutageRun:
         return action, step, None
 
     # -- proofs and taint -----------------------------------------------------------------------
-    def _get_node(self) -> dict:
+    def get_node(self) -> dict:
         node = self.cluster.get_node(self.o.node)
         if node is None:
             raise RefusedError(
@@ -276,218 +227,12 @@ class OutageRun:
             )
         return node
 
-    def _prove(self, node: dict) -> list:
-        """Evaluate all three proofs once: one check of the watch-while-waiting loop (_prove_in_time), reading the
-        Node, its Lease and its power. Fences first when asked and allowed. Raises MissingProofError.
-
-        Power counts only from a device shown to be this node's (power/identity.py), and Off only when it
-        holds in two readings some seconds apart. A device not shown to be this node's is never fenced."""
-        if self.event_time is not None:
-            return self._prove_power_event(node)
-        lease = self.cluster.get_node_lease(self.o.node)
-        since = None if is_ready(node) else ready_since(node)
-        self.not_ready_at = None if since is None else self.clock.monotonic() + since + self.o.not_ready_seconds - self.clock.now()
-        proofs = [
-            prove_not_ready(node, self.clock.now(), self.o.not_ready_seconds),
-            # Silence watched on our monotonic clock from this run's first read (the NotReady wait overlaps it).
-            self.lease_watch.proof(lease, name="lease-stale"),
-        ]
-        self.lease_silent_at = self.lease_watch.silent_at(lease)
-        self._note_held(proofs)
-        api_proven = all(p.ok for p in proofs)
-        # Power is read on every check of the wait, so the Off pair is complete when the other proofs hold.
-        reading, error, identity = self._off_pair_reading(node, others_hold=api_proven)
-        # Only the watch is missing (NotReady long enough, power not against it): the run waits for it, whatever proof_timeout.
-        power_may_hold = identity is not None and identity.ok and (reading.state == "off" or self.o.fence)
-        self.watch_pending = proofs[0].ok and power_may_hold and self._watch_can_complete(proofs[1])
-        if self.o.fence and api_proven and reading is not None and reading.state != "off" and identity.ok:
-            if self.check_mode:
-                self.facts["fence"] = f"power off via {self.power.method} (reads {reading.state.upper()} now), re-read until Off"
-                proofs.append(Proof("power-off", True, f"would be established by fencing ({reading.detail}); identity: {identity.detail}"))
-            else:
-                reading, error, identity = self._fence(node)
-                proofs.append(prove_power_off(reading, error, identity))
-        elif self.o.fence and reading is not None and identity is not None and not identity.ok:
-            self.facts["fence"] = "not attempted: the power device is not shown to be this node's"
-            proofs.append(prove_power_off(reading, error, identity))
-        elif self.o.fence and not api_proven:
-            self.facts["fence"] = "not attempted: the API does not show the node dead yet"
-            proofs.append(prove_power_off(reading, error, identity))
-        else:
-            if self.o.fence:
-                self.facts["fence"] = "not needed: power already reads OFF" if reading is not None else "not attempted: power unreadable"
-            proofs.append(prove_power_off(reading, error, identity))
-        self.facts["proofs"] = [p.as_dict() for p in proofs]
-        self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
-        if identity is not None:
-            self.facts["power"]["identity"] = identity.as_dict()
-        self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
-        require_all(proofs)
-        return proofs
-
-    def _prove_power_event(self, node: dict) -> list:
-        """The power-event path's proofs (power_event.py): the Lease silent as watched from here (LeaseWatch),
-        then the BMC Off twice with identity. Never fences: the event says Off, a reading of On contradicts it
-        and refuses, as does a Lease that changes while watched."""
-        lease = self.cluster.get_node_lease(self.o.node)
-        power_event.check_lease_not_renewed_since(lease, self.event_time, self.o.node)
-        proofs = [self.lease_watch.proof(lease)]
-        if self.lease_watch.changed_to is not None:
-            raise RefusedError(
-                "lease-renewed",
-                f"the Lease of {self.o.node} changed while this run watched it ({proofs[0].detail}), although a power event "
-                f"said Off at {format_time(self.event_time)}: its kubelet lives (its clock is not trusted either way); nothing was changed",
-            )
-        self.lease_silent_at = self.lease_watch.silent_at(lease)
-        self.watch_pending = self._watch_can_complete(proofs[0])
-        self._note_held(proofs)
-        reading, error, identity = self._off_pair_reading(node, others_hold=proofs[0].ok)
-        proofs.append(prove_power_off(reading, error, identity))
-        self.facts["proofs"] = [p.as_dict() for p in proofs]
-        self.facts["power"] = reading.as_dict() if reading is not None else {"state": "unreadable", "detail": str(error)}
-        if identity is not None:
-            self.facts["power"]["identity"] = identity.as_dict()
-        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            raise RefusedError(
-                "power-on",
-                f"{reading.method} of {self.o.node} reads power ON now ({reading.detail}), although a power event said Off at "
-                f"{format_time(self.event_time)}: the node may run; nothing was changed",
-            )
-        if self.o.fence:
-            self.facts["fence"] = "not used on the power-event path: the event says Off, the proof reads it"
-        self.facts["pods"] = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
-        require_all(proofs)
-        return proofs
-
-    def _watch_can_complete(self, lease_proof: Proof) -> bool:
-        """True when the Lease proof failed only for want of watching time: no change seen, a watch this run can wait for."""
-        return not lease_proof.ok and self.lease_silent_at is not None
-
-    def _off_pair_reading(self, node: dict, others_hold: bool) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict) of the power reading taken at this check of the wait (both
-        paths): the two Off readings overlap the wait for the other proofs (NotReady, the Lease watch) instead of
-        following it. The first Off reading (identity shown) is remembered; once the other proofs hold, a reading
-        at least off_confirm_seconds after it confirms Off, and it is the one taken now, so the last reading is
-        fresh (the run sleeps only for what is left of that interval). A reading that is not Off with identity
-        shown starts the pair again. A manual attestation is read once."""
-        waiting = _RenewingClock(self.clock, self.lock)
-        try:
-            while True:
-                reading, identity = read_with_identity(self.power, node)
-                self._note_power_reading(reading, identity)
-                if reading.state != "off" or not identity.ok:
-                    if self.first_off_at is not None and identity.ok:
-                        apart = self.clock.monotonic() - self.first_off_at
-                        reading = reading._replace(detail=f"read OFF, then {reading.state.upper()} {apart:.0f}s later (rebooting?): {reading.detail}")
-                    self.first_off_at = None
-                    return reading, None, identity
-                if self.first_off_at is None:
-                    self.first_off_at = self.clock.monotonic()
-                apart = self.clock.monotonic() - self.first_off_at
-                if is_statement(self.power):
-                    return read_once(reading), None, identity
-                if not others_hold:
-                    return reading._replace(detail=f"OFF for {apart:.0f}s so far (confirmed once the other proofs hold): {reading.detail}"), None, identity
-                if apart >= off_confirm_seconds(self.power):
-                    return reading._replace(detail=f"OFF in two readings {apart:.0f}s apart: {reading.detail}"), None, identity
-                waiting.sleep(off_confirm_seconds(self.power) - apart)
-        except PowerError as e:
-            self.first_off_at = None
-            self._note("power", f"unreadable: {e}")
-            return None, e, None
-
-    def _note_power_reading(self, reading, identity) -> None:
-        shown = "identity shown" if identity.ok else "identity NOT shown"
-        self._note("power", f"{reading.state.upper()} ({reading.method}, {shown})")
-
-    def _note_held(self, proofs: list) -> None:
-        """On the timeline: the moment each of these proofs first held (NotReady long enough, the Lease silent)."""
-        for proof in proofs:
-            if proof.ok and proof.name not in self.noted:
-                self.noted.add(proof.name)
-                self._note(proof.name, f"holds: {proof.detail}")
-
-    def _note(self, what: str, result: str) -> None:
-        """One reading of the proof phase, on the incident's timeline (timeline.py): what was read, when (wall clock,
-        for the record only) and what it showed. A long wait keeps its first and its last readings."""
-        self.readings.append({"time": format_micro_time(self.clock.now()), "reading": what, "result": result})
-        if len(self.readings) > MAX_READINGS_KEPT:  # drop the oldest power reading past the first few
-            dropped = next((i for i, r in enumerate(self.readings) if i >= MAX_READINGS_KEPT // 4 and r["reading"] == "power"), None)
-            if dropped is not None:
-                del self.readings[dropped]
-
-    def _read_power(self, node: dict, incident: str | None = None) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict): one reading, confirmed by a second one some seconds later
-        when it reads Off (confirm_off). The waits renew the lock. ``incident``: the open incident id (after the
-        taint), which a manual attestation naming an incident must match."""
-        try:
-            reading, identity = read_with_identity(self.power, node, incident)
-            reading, identity = confirm_off(self.power, node, _RenewingClock(self.clock, self.lock), (reading, identity), incident=incident)
-        except PowerError as e:
-            return None, e, None
-        return reading, None, identity
-
-    def _fence(self, node: dict) -> tuple:
-        started = self.clock.now()
-        clock = _RenewingClock(self.clock, self.lock)
-        self.lock.confirm()  # power a machine off only while this run provably holds the node's lock
-        try:
-            _reading, attempts = fence_off(
-                self.power,
-                self.o.fence_retries,
-                self.o.fence_backoff_seconds,
-                self.o.fence_confirm_timeout,
-                clock,
-            )
-            reading, identity = confirm_off(self.power, node, clock)
-        except PowerError as e:
-            self.facts["fence"] = f"failed: {e}"
-            return None, e, None
-        self.facts["fence"] = f"powered off via {self.power.method}: {'; '.join(attempts)}"
-        self.facts["fence_times"] = (started, self.clock.now())
-        return reading, None, identity
-
-    def _prove_in_time(self, node: dict) -> dict:
-        """Watch while waiting: prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
-        (an alert fired at the first NotReady). Each check reads the Node (NotReady), its Lease (the watch) and its
-        power (the Off pair, _off_pair_reading) on one monotonic schedule (_until_next_check), so the proofs run in
-        parallel with the waits. A node that is Ready again is refused at once. When only the Lease
-        watch is missing, the run waits for it even past proof_timeout (at most one renew interval plus the margin,
-        LONGEST_LEASE_WATCH_SECONDS at most): silence is watched, it cannot be read off a timestamp. On the heartbeat
-        path the watch runs during the NotReady wait, so it costs nothing when the run starts at NotReady."""
-        started = self.clock.monotonic()
-        deadline = started + (0 if self.check_mode else self.o.proof_timeout)
-        waiting = _RenewingClock(self.clock, self.lock)
-        while True:
-            try:
-                self._prove(node)
-                return node
-            except MissingProofError as error:
-                back = self._back(node, self.cluster.get_node_lease(self.o.node))
-                if back:
-                    error.add_detail(f"{self.o.node} {back}; not waiting for it to go down again")
-                    raise
-                left = deadline - self.clock.monotonic()
-                if left <= 0 and not self.watch_pending:
-                    if self.o.proof_timeout > 0:
-                        error.add_detail(f"re-checked for {self.clock.monotonic() - started:.0f}s (proof_timeout {self.o.proof_timeout}s)")
-                    raise
-                waiting.sleep(self._until_next_check() if left <= 0 else min(self._until_next_check(), left))
-            node = self._get_node()
-
-    def _until_next_check(self) -> float:
-        """The poll interval, or less when a missing proof is known to hold sooner: the Lease watch ends, and NotReady
-        has lasted not_ready_seconds, at times known in advance; every second counts there."""
-        now = self.clock.monotonic()
-        due = [at - now + 0.1 for at in (self.lease_silent_at, self.not_ready_at) if at is not None and at > now]
-        return min([self.o.poll_interval, *due])
-
     def _prove_and_taint(self, node: dict, adopt: bool) -> dict:
-        self._require_attestation_unused()
+        self.power_checks.require_attestation_unused()
         started = self.clock.now()
-        node = self._prove_in_time(node)
+        node = self.proof.prove_in_time(node)
         proven = self.clock.now()
-        self.power_proven_at = self.clock.monotonic()
+        self.power_checks.proven_at = self.clock.monotonic()
         rec = records.new(node, self.o.job_id, started, None if is_ready(node) else ready_since(node))
         rec["lock_holder"] = self.lock.identity
         records.set_trigger(rec, self.event_time, self.ready_baseline)
@@ -500,17 +245,17 @@ class OutageRun:
             records.start_step(rec, "fence", proven)
             records.end_step(rec, "fence", proven, "skipped")
         rec["proofs"] = self.facts["proofs"]
-        rec["readings"] = self.readings
+        rec["readings"] = self.proof.readings
         rec["power"] = self.facts["power"]
         rec["pods"] = {
             "moved": self.facts["pods"]["delete"],
             "tolerating": self.facts["pods"]["tolerating"],
             "skipped": len(self.facts["pods"]["skipped"]),
         }
-        node = self._write_taint(rec, adopt, node["metadata"].get("uid"))
+        node = self.taint.write(rec, adopt, node["metadata"].get("uid"))
         self.tainted = True
         self.record = rec
-        self.recorder = self._recorder(node)
+        self.recorder = self.new_recorder(node)
         self.recorder.archive(rec)
         power = self.facts["power"]
         self.recorder.event(
@@ -519,117 +264,19 @@ class OutageRun:
         )
         self.recorder.event(
             "FailoverTainted",
-            f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']}, "
-            f"trigger {records.trigger_text(rec)})",
+            f"{'adopted existing' if adopt else 'added'} out-of-service taint (incident {rec['id']}, job {rec['job']}, trigger {records.trigger_text(rec)})",
         )
         return node
 
-    def _fresh_read(self, proven_uid) -> dict:
-        """One Node list, re-checked right before the taint: the target from it is what the taint is written against."""
-        nodes = self.cluster.list_nodes()
-        node = next((n for n in nodes if n["metadata"]["name"] == self.o.node), None)
-        if node is None:
-            raise RefusedError("unknown-node", f"node {self.o.node} was deleted before the taint; nothing was changed")
-        if proven_uid and node["metadata"].get("uid") != proven_uid:
-            raise RefusedError("node-replaced", f"node {self.o.node} was re-created (new UID) after the proofs; nothing was changed")
-        lease = self.cluster.get_node_lease(self.o.node)
-        back = self._back(node, lease)
-        if back:
-            raise NodeReturnedError(f"{self.o.node} {back} before the taint; nothing was changed")
-        self._check_safety(node, nodes)
-        self.facts["lease_renew_time"] = ((lease or {}).get("spec") or {}).get("renewTime")
-        return node
-
-    def _archive_previous(self, node: dict, rec: dict) -> None:
-        """A record already on the Node (recovered, interrupted, or its taint removed by hand) goes into the
-        history before the new one replaces it; if that fails, nothing is written."""
-        previous = records.read(node)
-        if previous is None or previous.get("id") == rec["id"]:
-            return
-        history.upsert(self.cluster, self.o.history_namespace, previous)
-        rec["previous"] = previous.get("id")
-
-    def _write_taint(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
-        """Taint and record in one write, conditional on the fresh read (_fresh_read) it was decided on. The cluster
-        lock is held from that read to the write: no other run decides the cluster-wide rules meanwhile."""
-        self.cluster_lock.acquire()
-        try:
-            return self._write_taint_decided(rec, adopt, proven_uid)
-        finally:
-            self.cluster_lock.release()
-            if self.cluster_lock.release_note:
-                self.facts["cluster_lock_note"] = self.cluster_lock.release_note
-
-    def _write_taint_decided(self, rec: dict, adopt: bool, proven_uid=None) -> dict:
-        for _attempt in range(3):
-            node = self._fresh_read(proven_uid)
-            self._archive_previous(node, rec)
-            records.set_identity(rec, node)
-            rec["lease_renew_time"] = self.facts.get("lease_renew_time")
-            now = self.clock.now()
-            records.start_step(rec, "taint", now)
-            records.end_step(rec, "taint", now, "adopted" if adopt else "tainted")
-            rec["phase"] = "taint"
-            patch = records.annotations_patch(rec)
-            patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
-            patch["spec"] = {"taints": taints_with_out_of_service(node)}
-            self._require_attestation_valid("before the taint")
-            self._power_at_point_of_action("taint", "the taint", node)
-            self.lock.confirm()  # the taint only while this run provably holds the node's lock
-            self.cluster_lock.confirm()  # and the cluster lock its decision was made under
-            try:
-                return self.cluster.patch_node(self.o.node, patch)
-            except ConflictError:
-                continue  # the node changed (status update?): re-read and re-check everything
-            except ClusterError as e:  # e.g. the admission policy (deploy/admission/) denied the taint: its message
-                raise RefusedError("taint-refused", self._taint_refused(e)) from e
-        raise RefusedError("busy-node", f"{self.o.node} kept changing while tainting; nothing was changed, retry")
-
-    def _taint_refused(self, error) -> str:
-        text = f"the API did not take the taint and its record (one write): {error}"
-        if self.event_time is not None:
-            text += (
-                ". On the power-event path the node may still be Ready: the admission policy nodeguard-out-of-service-taint "
-                "allows that only with powerEventPath true (docs/runbooks/node-outage.md)"
-            )
-        return text
-
     # -- steps after the taint ------------------------------------------------------------------
-    def _continue(self, node: dict) -> None:
-        steps = {
-            "delete-pods": self._delete_pods,
-            "detach-volumes": self._detach_volumes,
-            "verify-replacements": self._verify_replacements,
-        }
-        for step in records.OUTAGE_STEPS:
-            if records.step_done(self.record, step):
-                continue
-            self._ensure_still_down(step)
-            self._ensure_power_not_on(step)
-            self.recorder.step_started(self.record, step)
-            try:
-                outcome = steps[step]()
-            except (StepTimeoutError, MissingProofError) as e:
-                self.record["steps"][step]["error"] = str(e)
-                self.recorder.save(self.record)
-                self.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
-                raise
-            self.recorder.step_ended(self.record, step, outcome)
-        # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
-        self._ensure_still_down("outage-complete")
-        self._ensure_power_not_on("outage-complete")
-        self.record["phase"] = records.OUTAGE_COMPLETE
-        self.recorder.save(self.record)
-        self.recorder.event("FailoverOutageComplete", f"incident {self.record['id']}: outage steps complete")
-
-    def _ensure_still_down(self, step: str) -> None:
+    def ensure_still_down(self, step: str) -> None:
         """Stop cleanly if the node came back (Ready, its Lease renewed, or a new bootID): keep the taint,
         record why, let node-recover decide. Cheap (API reads): runs on every tick of a step's waits."""
         self.lock.renew()
-        node = self._get_node()
-        back = self._back(node, self.cluster.get_node_lease(self.o.node)) or self._rebooted(node)
+        node = self.get_node()
+        back = self.back(node, self.cluster.get_node_lease(self.o.node)) or self._rebooted(node)
         if back:
-            self._interrupt(step, f"node {back} during the outage run")
+            self.interrupt(step, f"node {back} during the outage run")
 
     def _rebooted(self, node: dict) -> str:
         """Why the node counts as booted again since the taint ('' when it does not): a bootID other than the recorded one."""
@@ -639,48 +286,7 @@ class OutageRun:
             return f"booted again (bootID {recorded} -> {now})"
         return ""
 
-    def _ensure_power_not_on(self, step: str) -> None:
-        """Stop cleanly if the power source, its identity shown, reads On: the machine runs again. At every step
-        edge; an unreadable source is not a return (the destructive steps need Off anyway)."""
-        reading, _error, identity = self._read_power_once(self._get_node())
-        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            self._interrupt(step, f"{reading.method} reads power ON ({reading.detail}): the machine runs again")
-
-    def _read_power_once(self, node: dict) -> tuple:
-        """(PowerReading, PowerError, IdentityVerdict): one reading with identity, no confirming second one."""
-        try:
-            incident = self.record.get("id") if self.recorder else None  # the open incident, once this run has one
-            reading, identity = read_with_identity(self.power, node, incident)
-        except PowerError as e:
-            return None, e, None
-        return reading, None, identity
-
-    def _power_at_point_of_action(self, step: str, action: str, node: dict | None = None) -> None:
-        """Right before a destructive write (the taint, a batch of force-deletes, of VolumeAttachment deletes):
-        power read once more, identity shown. On stops before the write (after the taint: recorded as
-        interrupted); anything but Off with identity is a missing proof."""
-        reading, error, identity = self._read_power_once(node or self._get_node())
-        proof = prove_power_off(reading, error, identity)
-        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=f"right before {action}"))
-        if proof.ok:
-            return
-        before_taint = step == "taint"
-        if reading is not None and reading.state == "on" and identity is not None and identity.ok:
-            reason = f"power reads ON right before {action} ({proof.detail}): the machine runs again"
-            if before_taint:
-                raise NodeReturnedError(f"{self.o.node}: {reason}; the run stopped before the taint, nothing was changed")
-            self._interrupt(step, reason)
-        if before_taint:
-            raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}", "nothing was changed"])
-        raise MissingProofError(
-            ["power-off"],
-            [
-                f"power-off right before {action}: {proof.detail}",
-                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
-            ],
-        )
-
-    def _interrupt(self, step: str, reason: str) -> None:
+    def interrupt(self, step: str, reason: str) -> None:
         self.record["phase"] = records.INTERRUPTED
         self.record["interrupted"] = {"step": step, "reason": reason}
         self.recorder.save(self.record)
@@ -695,150 +301,8 @@ class OutageRun:
         )
 
     # -- proving again after the taint ----------------------------------------------------------
-    def _reprove_resume(self, node: dict, step: str) -> None:
-        """A resumed run acts on proofs of its own: the same Node object, not back, power still Off."""
-        recorded_uid = self.record.get("node_uid")
-        if recorded_uid and node["metadata"].get("uid") != recorded_uid:
-            raise RefusedError(
-                "node-replaced",
-                f"node {self.o.node} has UID {node['metadata'].get('uid')}, incident {self.record['id']} was about UID "
-                f"{recorded_uid}: the Node object was re-created, the record does not apply to it. Nothing was changed",
-            )
-        self._ensure_still_down(step)
-        self._require_power_off(step, "on resume")
-
-    def _require_fresh_power(self, step: str, action: str) -> None:
-        """Before a destructive action: an attestation still valid, and the power-off proof at most
-        proof_max_age_seconds old (both on the monotonic clock), or read again."""
-        self._require_attestation_valid(f"before {action}", step)
-        if self.power_proven_at is not None and self.clock.monotonic() - self.power_proven_at <= self.o.proof_max_age_seconds:
-            return
-        self._require_power_off(step, f"before {action}")
-
-    def _require_attestation_valid(self, when: str, step: str | None = None) -> None:
-        """A manual attestation proves Off only until it expires, counted on the monotonic clock from when this
-        run read it; checked again before every destructive step."""
-        if self.attestation_expires_at is None or self.clock.monotonic() < self.attestation_expires_at:
-            return
-        expires = self.power.attestation.get("expires")
-        if step is None:
-            details = [f"power-off {when}: the manual attestation expired ({expires}); nothing was changed"]
-        else:
-            details = [
-                f"power-off {when}: the manual attestation expired ({expires})",
-                f"the taint stays and incident {self.record['id']} continues at {step} with a new attestation naming it; rerun",
-            ]
-        raise MissingProofError(["power-off"], details)
-
-    def _require_attestation_unused(self) -> None:
-        """One attestation proves one incident: an attestation that proved an earlier incident of this node
-        (in its history or on the Node) is refused, even within its window."""
-        attestation = getattr(self.power, "attestation", None)
-        if not isinstance(attestation, dict):
-            return
-        earlier = list(history.read(self.cluster, self.o.history_namespace, self.o.node))
-        if self.record is not None:
-            earlier.append(self.record)
-        for old in earlier:
-            if ((old.get("power") or {}).get("attestation")) == attestation:
-                raise RefusedError(
-                    "attestation-reused",
-                    f"this manual attestation (by {attestation.get('operator')}, expires {attestation.get('expires')}) already "
-                    f"proved incident {old.get('id')} of {self.o.node}; one attestation proves one incident. Write a new one. "
-                    "Nothing was changed",
-                )
-
-    def _require_power_off(self, step: str, when: str) -> None:
-        # Seam: the same power reading _prove uses (identity-checked, two-reading proof where the power layer gives one).
-        reading, error, identity = self._read_power(self._get_node(), self.record.get("id"))
-        proof = prove_power_off(reading, error, identity)
-        self.facts.setdefault("power_rechecks", []).append(dict(proof.as_dict(), when=when))
-        if proof.ok:
-            self.power_proven_at = self.clock.monotonic()
-            return
-        if reading is not None and reading.state == "on":
-            self._interrupt(step, f"power reads ON {when} ({proof.detail}): the node may run")
-        raise MissingProofError(
-            ["power-off"],
-            [
-                f"power-off {when}: {proof.detail}",
-                f"the taint stays and incident {self.record['id']} continues at {step} once power reads Off again; rerun",
-            ],
-        )
-
-    def _tick(self, step: str):
-        def tick(_elapsed):
-            self._ensure_still_down(step)
-
-        return tick
-
-    def _delete_pods(self) -> str:
-        self._require_fresh_power("delete-pods", "force-deleting pods")
-        found = podrules.classify(self.cluster.list_pods_on_node(self.o.node))
-        if found["delete"]:
-            self._power_at_point_of_action("delete-pods", "force-deleting pods")
-        deleted = []
-        for pod in found["delete"]:
-            self.lock.renew()  # confirmed when the step started; keep it alive through a long list
-            if self.cluster.force_delete_pod(pod["namespace"], pod["name"], pod["uid"]):
-                deleted.append(f"{pod['namespace']}/{pod['name']}")
-        self.record["pods"]["force_deleted"] = deleted
-        self.record["pods"]["tolerating"] = found["tolerating"] or self.record["pods"].get("tolerating", [])
-        uids = {p["uid"] for p in found["delete"]}
-
-        def gone():
-            return not [p for p in self.cluster.list_pods_on_node(self.o.node) if p["metadata"]["uid"] in uids]
-
-        ok = wait_until(gone, self.o.pod_delete_timeout, self.o.poll_interval, self.clock, self._tick("delete-pods"))
-        if not ok:
-            raise StepTimeoutError(f"pods force-deleted but still listed after {self.o.pod_delete_timeout}s (finalizers?): {', '.join(deleted)}")
-        return f"force-deleted {len(deleted)} pod(s)"
-
-    def _attachments(self) -> list:
+    def attachments(self) -> list:
         return vas.on_node(self.cluster.list_volume_attachments(), self.o.node)
-
-    def _detach_volumes(self) -> str:
-        tick = self._tick("detach-volumes")
-        ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
-        if ok:
-            return "no VolumeAttachment left"
-        blockers = vas.blockers(self._attachments(), self.clock.now())
-        self.record["volume_blockers"] = blockers
-        if not self.o.delete_volume_attachments:
-            raise StepTimeoutError(
-                f"VolumeAttachments still name {self.o.node} after {self.o.detach_timeout}s: {vas.describe(blockers)}. "
-                "Check the CSI driver; set delete_volume_attachments=true only if the node is certainly off"
-            )
-        self.lock.confirm()
-        self._require_fresh_power("detach-volumes", "deleting VolumeAttachments")
-        self._power_at_point_of_action("detach-volumes", "deleting VolumeAttachments")
-        for blocker in blockers:
-            self.cluster.delete_volume_attachment(blocker["name"])
-        ok = wait_until(lambda: not self._attachments(), self.o.detach_timeout, self.o.poll_interval, self.clock, tick)
-        if not ok:
-            left = vas.blockers(self._attachments(), self.clock.now())
-            raise StepTimeoutError(f"VolumeAttachments deleted but still present: {vas.describe(left)}")
-        return f"deleted {len(blockers)} VolumeAttachment(s) (opted in)"
-
-    def _verify_replacements(self) -> str:
-        if not self.o.verify_replacements:
-            return "skipped"
-        moved = replacements.resolve_deployments(self.cluster, self.record["pods"].get("moved", []))
-        # From the first NotReady, not from the taint: the taint-based eviction may have replaced pods before it.
-        tainted = parse_time(self.record["steps"]["taint"]["end"])
-        since = min(parse_time(self.record.get("first_not_ready")) or tainted, tainted)
-        state = {}
-
-        def all_replaced():
-            state["result"] = replacements.match(moved, replacements.gather_candidates(self.cluster, moved), self.o.node, since)
-            return not state["result"]["waiting"]
-
-        ok = wait_until(all_replaced, self.o.replacement_timeout, self.o.poll_interval, self.clock, self._tick("verify-replacements"))
-        self.record["replacements"] = state["result"]
-        if not ok:
-            waiting = ", ".join(f"{w['pod']} ({w['owner']})" for w in state["result"]["waiting"])
-            raise StepTimeoutError(f"no Ready replacement after {self.o.replacement_timeout}s for: {waiting}")
-        return f"{len(state['result']['replaced'])} replacement(s) Ready"
 
     # -- result ---------------------------------------------------------------------------------
     def _result(self, node: dict, changed: bool, message: str) -> dict:
