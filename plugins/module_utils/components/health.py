@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers.flags import processes_with_flags
 
 
 class ComponentHealthError(NodeguardError):
@@ -139,3 +140,53 @@ def check_still(label: str, read_process, pid: int, when: str) -> dict:
     if not (now.running() and now.main_pid == pid):
         raise ComponentHealthError(f"{label} is not a stable process: PID {pid} after the restart, {now.shown()} {when} (it exited and was started again)")
     return {"process": now.as_dict(), "answer": ""}
+
+
+# ---------------------------------------------------------------- a process found by its flags (static pods, RKE2)
+#
+# A static pod's component has no unit of its own: the process is the one whose command line carries the new
+# flags (renderers.flags.processes_with_flags), read from `pgrep -a -f <component>` lines (PID, then the words).
+# An old process can still answer the health endpoint while the kubelet has not yet picked up the new manifest,
+# so the endpoint answering is not enough. The check is made in two steps so the controller can wait for the
+# controller-manager's leader lease in between: answers() then still().
+
+
+def answers(name: str, url: str, ask, read_lines, flags: dict | None, timeout: float, interval: float, clock: Clock | None = None) -> dict:
+    """Wait until the endpoint answers ok (when url), then until a process runs with `flags` (when read_lines).
+
+    Returns the process as {"main_pid", "argv"} (empty without read_lines) and the answer."""
+    clock = clock or Clock()
+    answer = wait_until_ok(name, url, ask, timeout, interval, clock) if url else None
+    process = {}
+    if read_lines is not None:
+        start = clock.monotonic()
+        while True:
+            found = processes_with_flags(read_lines(), flags, name)
+            if found:
+                process = {"main_pid": int(found[0][0]), "argv": found[0][1:]}
+                break
+            if clock.monotonic() - start >= timeout:
+                # The command lines are not quoted: they can carry secrets.
+                raise ComponentHealthError(f"no {name} process runs with the new flags within {timeout:g} s")
+            clock.sleep(interval)
+    return {"process": process, "answer": answer.body.strip() if answer else ""}
+
+
+def still(name: str, pid: int | None, read_lines, url: str, ask, stable_seconds: float, after: str = "", clock: Clock | None = None) -> dict:
+    """After stable_seconds, process `pid` still runs (when pid) and the endpoint still answers ok (when url)."""
+    clock = clock or Clock()
+    clock.sleep(stable_seconds)
+    if pid is not None:
+        pids = {line.split()[0] for line in read_lines() if line.split()}
+        if str(pid) not in pids:
+            counted_from = f"after {after}; " if after else ""
+            raise ComponentHealthError(
+                f"{name} is not a stable process: PID {pid} answered its health endpoint with the new flags but no longer runs "
+                f"{stable_seconds:g} s later ({counted_from}it exited or was restarted: crash-looping)."
+            )
+    answer = None
+    if url:
+        answer = ask(url)
+        if not answer.ok():
+            raise ComponentHealthError(f"the {name} no longer answers ok on {url} {stable_seconds:g} s after it did ({answer.shown()})")
+    return {"process": {"main_pid": pid} if pid is not None else {}, "answer": answer.body.strip() if answer else ""}

@@ -122,3 +122,64 @@ def test_check_still_compares_with_the_first_pid():
         "kubelet is not a stable process: PID 4242 after the restart, PID 4500 (active/running, NRestarts=1) "
         "at the last check (it exited and was started again)"
     )
+
+
+# ---------------------------------------------------------------- a process found by its flags (static pods)
+
+# `pgrep -a -f kube-controller-manager` lines on a kubeadm v1.35 control-plane node (PID, then the command line).
+OLD_KCM = "1180 kube-controller-manager --authentication-kubeconfig=/etc/kubernetes/controller-manager.conf --node-monitor-grace-period=40s"
+NEW_KCM = "2210 kube-controller-manager --authentication-kubeconfig=/etc/kubernetes/controller-manager.conf --node-monitor-grace-period=20s"
+FLAGS = {"node-monitor-grace-period": "20s"}
+KCM_URL = "https://127.0.0.1:10257/healthz"
+
+
+def lines(*readings):
+    """pgrep lines, one list per reading (the last one repeats)."""
+    return reads(*[list(reading) for reading in readings])
+
+
+def test_answers_waits_for_the_process_with_the_new_flags():
+    # The old process still answers while the kubelet has not yet started the new manifest.
+    clock = FakeClock()
+    result = health.answers("kube-controller-manager", KCM_URL, answers(OK), lines([OLD_KCM], [OLD_KCM], [NEW_KCM]), FLAGS, 60, 2, clock)
+    assert result["process"] == {"main_pid": 2210, "argv": NEW_KCM.split()[1:]} and result["answer"] == "ok"
+    assert clock.slept == [2, 2]
+
+
+def test_answers_fails_when_only_the_old_process_runs():
+    with pytest.raises(health.ComponentHealthError) as e:
+        health.answers("kube-controller-manager", KCM_URL, answers(OK), lines([OLD_KCM]), FLAGS, 10, 2, FakeClock())
+    assert str(e.value) == "no kube-controller-manager process runs with the new flags within 10 s"
+    assert "--authentication-kubeconfig" not in str(e.value)  # command lines are never quoted
+
+
+def test_answers_without_flags_only_asks_the_endpoint():
+    # k3s: every component runs inside the k3s process.
+    result = health.answers("kube-apiserver", "https://127.0.0.1:6443/readyz", answers(REFUSED, OK), None, None, 60, 2, FakeClock())
+    assert result == {"process": {}, "answer": "ok"}
+
+
+def test_answers_names_an_endpoint_that_never_answers():
+    with pytest.raises(health.ComponentHealthError, match=r"^the kube-controller-manager did not answer ok on https://127.0.0.1:10257/healthz within 6 s"):
+        health.answers("kube-controller-manager", KCM_URL, answers(REFUSED), lines([NEW_KCM]), FLAGS, 6, 2, FakeClock())
+
+
+def test_still_passes_for_the_same_process_that_still_answers():
+    clock = FakeClock()
+    result = health.still("kube-controller-manager", 2210, lines([NEW_KCM]), KCM_URL, answers(OK), 10, "the leader lease was renewed", clock)
+    assert result == {"process": {"main_pid": 2210}, "answer": "ok"} and clock.slept == [10]
+
+
+def test_still_fails_for_a_crash_looping_process_that_answered_until_it_led():
+    crashed = "2377 kube-controller-manager --node-monitor-grace-period=20s"
+    with pytest.raises(health.ComponentHealthError) as e:
+        health.still("kube-controller-manager", 2210, lines([crashed]), KCM_URL, answers(OK), 10, "the leader lease was renewed", FakeClock())
+    assert str(e.value) == (
+        "kube-controller-manager is not a stable process: PID 2210 answered its health endpoint with the new flags but no longer runs "
+        "10 s later (after the leader lease was renewed; it exited or was restarted: crash-looping)."
+    )
+
+
+def test_still_fails_when_the_endpoint_stops_answering():
+    with pytest.raises(health.ComponentHealthError, match=r"^the kube-apiserver no longer answers ok on .* 10 s after it did \(HTTP 500: \[-\]etcd failed\)"):
+        health.still("kube-apiserver", None, None, "https://127.0.0.1:6443/readyz", answers(health.Answer(500, "[-]etcd failed")), 10, "", FakeClock())

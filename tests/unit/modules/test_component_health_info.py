@@ -89,7 +89,7 @@ def test_an_endpoint_that_answers_something_else_than_ok(run_module, systemctl, 
 def test_pid_checks_the_same_process_only(run_module, systemctl):
     outputs, calls = systemctl
     outputs.append(show(4500, 1))
-    result = run_module(module, {"name": "kubelet", "unit": "rke2-agent", "pid": 4242})
+    result = run_module(module, {"check": "still", "name": "kubelet", "unit": "rke2-agent", "pid": 4242, "stable_seconds": 0})
     assert result["failed"] and result["msg"].startswith("rke2-agent is not a stable process: PID 4242 after the restart, PID 4500"), result
     assert len(calls) == 1
 
@@ -97,3 +97,33 @@ def test_pid_checks_the_same_process_only(run_module, systemctl):
 def test_negative_times_are_refused(run_module, systemctl):
     result = run_module(module, {"name": "kubelet", "unit": "kubelet", "stable_seconds": -1})
     assert result["failed"] and "must be 0 or more" in result["msg"], result
+
+
+def test_answers_finds_the_process_with_the_new_flags_through_pgrep(run_module, systemctl, healthz):
+    outputs, calls = systemctl
+    outputs.extend(
+        ["1180 kube-controller-manager --node-monitor-grace-period=40s\n", "2210 kube-controller-manager --node-monitor-grace-period=20s --leader-elect=true\n"]
+    )
+    result = run_module(
+        module,
+        {"check": "answers", "name": "kube-controller-manager", "flags": {"node-monitor-grace-period": "20s"}, "health_url": healthz["url"]},
+        check_mode=True,
+    )
+    assert not result["failed"] and result["changed"] is False, result
+    assert result["process"] == {"main_pid": 2210, "argv": ["kube-controller-manager", "--node-monitor-grace-period=20s", "--leader-elect=true"]}
+    assert calls == [["/usr/bin/pgrep", "-a", "-f", "--", "kube-controller-manager"]] * 2
+
+
+def test_still_without_a_unit_reads_pgrep(run_module, systemctl, healthz):
+    systemctl[0].append("2377 kube-controller-manager --node-monitor-grace-period=20s\n")
+    result = run_module(
+        module, {"check": "still", "name": "kube-controller-manager", "pid": 2210, "after": "the leader lease was renewed", "health_url": healthz["url"]}
+    )
+    assert (
+        result["failed"] and "PID 2210 answered its health endpoint with the new flags but no longer runs 10 s later (after the leader lease" in result["msg"]
+    )
+
+
+def test_restart_needs_a_unit(run_module, systemctl):
+    result = run_module(module, {"name": "kubelet"})
+    assert result["failed"] and result["msg"] == "check=restart needs the unit that runs the component", result
