@@ -1,0 +1,270 @@
+# -*- coding: utf-8 -*-
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Module component_health_info: is a restarted component a stable process that answers ok? (logic in module_utils/components/health.py)"""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: component_health_info
+short_description: Check on the node that a restarted component is a stable process that answers ok
+version_added: 0.1.0
+description:
+  - Runs on the node, right after a component was restarted, and checks that it came back as a stable process that
+    answers C(ok) on its health endpoint. What it checks depends on O(check).
+  - "V(restart), for a component run by the systemd unit O(unit) (the kubelet, RKE2, k3s): reads the unit with
+    C(systemctl show) (C(ActiveState), C(MainPID), C(NRestarts)), waits O(stable_seconds) and reads it again. A
+    component that refuses its configuration exits at once and systemd starts it again and again, so a different
+    C(MainPID), a grown C(NRestarts) or an inactive unit fails the check (C(<unit> is not a stable process)). Then
+    asks O(health_url) until it answers HTTP 200 with the body C(ok), for at most O(timeout) seconds, and checks
+    that the unit still runs the same process."
+  - "V(answers), for a static pod or a process inside RKE2: asks O(health_url) until it answers C(ok), then, when
+    O(flags) is given, waits until a process whose command line carries those flags runs (read with
+    C(pgrep -a -f <name>): an old process can still answer while the kubelet has not yet picked up a new manifest),
+    both for at most O(timeout) seconds. Returns that process's PID."
+  - "V(still): waits O(stable_seconds), then checks that process O(pid) still runs (the unit's C(MainPID) with
+    O(unit), else a C(pgrep -a -f <name>) line) and that O(health_url) still answers C(ok). The controller can
+    wait for something in between, for example the controller-manager's leader lease after V(answers)."
+  - Durations are measured on the node's monotonic clock. What the API server sees (a renewed Lease, a Ready node)
+    is checked from the controller with M(nodeguard.failover.failover_lease_renewal_info) and
+    M(kubernetes.core.k8s_info).
+  - Read-only. It fails once, with what it saw; command lines are never quoted (they can carry secrets).
+author:
+  - nodeguard maintainers (@nodeguard)
+attributes:
+  check_mode:
+    support: full
+    description: The module never changes anything; it checks in check mode too.
+  diff_mode:
+    support: none
+    description: Nothing to diff.
+options:
+  check:
+    description: What to check, see the description.
+    type: str
+    choices: [restart, answers, still]
+    default: restart
+  name:
+    description:
+      - The component's name in messages, for example V(kubelet) or V(kube-controller-manager).
+      - With O(flags) or O(check=still) without O(unit), also the word C(pgrep -f) looks for and the file name of the
+        component's binary in the command line.
+    type: str
+    required: true
+  unit:
+    description:
+      - The systemd unit that runs the component, for example V(kubelet), V(rke2-server) or V(k3s-agent).
+      - Required with O(check=restart).
+    type: str
+  flags:
+    description:
+      - With O(check=answers), the flags (name without dashes, value; V(null) for a removed flag) the process must
+        run with, as given to M(nodeguard.failover.static_pod_flags). Without it no process is looked for (k3s runs
+        every component inside the k3s process).
+    type: dict
+  pid:
+    description: With O(check=still), the PID an earlier call returned (RV(process.main_pid)). Without it only O(health_url) is asked.
+    type: int
+  after:
+    description: With O(check=still), what O(stable_seconds) counted from, for the message, for example V(the leader lease was renewed).
+    type: str
+    default: ""
+  health_url:
+    description:
+      - The component's health endpoint, for example V(http://127.0.0.1:10248/healthz) for the kubelet.
+      - Empty means the component serves none; then only the process is checked.
+    type: str
+    default: ""
+  ca_path:
+    description:
+      - CA bundle to verify an C(https) O(health_url) with. The certificate is verified only when it is given
+        (the controller-manager's is self-signed unless it was given a certificate).
+    type: path
+  stable_seconds:
+    description: Seconds the same process must keep running (V(restart), V(still)).
+    type: int
+    default: 10
+  timeout:
+    description: Seconds to wait for an C(ok) from O(health_url), and with O(flags) for the process.
+    type: int
+    default: 180
+  interval:
+    description: Seconds between two questions to O(health_url) or two readings of the processes.
+    type: int
+    default: 2
+seealso:
+  - module: nodeguard.failover.failover_lease_renewal_info
+"""
+
+EXAMPLES = r"""
+- name: Check that the restarted kubelet is a stable process that answers ok
+  nodeguard.failover.component_health_info:
+    name: kubelet
+    unit: kubelet
+    health_url: http://127.0.0.1:10248/healthz
+    stable_seconds: 10
+    timeout: 180
+  register: kubelet_health
+
+- name: Check at the end that it is still the same kubelet
+  nodeguard.failover.component_health_info:
+    check: still
+    name: kubelet
+    unit: kubelet
+    pid: "{{ kubelet_health.process.main_pid }}"
+    stable_seconds: 0
+
+- name: Wait until the controller-manager with the new flags answers
+  nodeguard.failover.component_health_info:
+    check: answers
+    name: kube-controller-manager
+    flags:
+      node-monitor-grace-period: 20s
+    health_url: https://127.0.0.1:10257/healthz
+  register: kcm
+
+- name: Check that it is still the same process 10 s later
+  nodeguard.failover.component_health_info:
+    check: still
+    name: kube-controller-manager
+    pid: "{{ kcm.process.main_pid }}"
+    health_url: https://127.0.0.1:10257/healthz
+    stable_seconds: 10
+"""
+
+RETURN = r"""
+process:
+  description: The process at the last reading; empty when no process was looked for.
+  returned: success
+  type: dict
+  sample: {"active_state": "active", "sub_state": "running", "main_pid": 4242, "restarts": 0}
+  contains:
+    main_pid:
+      description: The process's PID (with O(unit) systemd's C(MainPID); V(0) without a process).
+      type: int
+      returned: when a process was looked for
+    argv:
+      description: With O(check=answers) and O(flags), the process's command line, as words.
+      type: list
+      elements: str
+      returned: with O(check=answers) and O(flags)
+    active_state:
+      description: systemd's C(ActiveState).
+      type: str
+      returned: with O(unit)
+    sub_state:
+      description: systemd's C(SubState).
+      type: str
+      returned: with O(unit)
+    restarts:
+      description: systemd's C(NRestarts), how often systemd restarted the unit on its own.
+      type: int
+      returned: with O(unit)
+answer:
+  description: The body the health endpoint answered; empty when it was not asked.
+  returned: success
+  type: str
+  sample: ok
+"""
+
+from http.client import HTTPException
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.urls import open_url
+from ansible_collections.nodeguard.failover.plugins.module_utils.components import health
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+
+OPTIONS = {
+    "check": {"type": "str", "choices": ["restart", "answers", "still"], "default": "restart"},
+    "name": {"type": "str", "required": True},
+    "unit": {"type": "str"},
+    "flags": {"type": "dict"},
+    "pid": {"type": "int"},
+    "after": {"type": "str", "default": ""},
+    "health_url": {"type": "str", "default": ""},
+    "ca_path": {"type": "path"},
+    "stable_seconds": {"type": "int", "default": 10},
+    "timeout": {"type": "int", "default": 180},
+    "interval": {"type": "int", "default": 2},
+}
+
+
+def unit_reader(module: AnsibleModule, unit: str):
+    """A function that reads the unit with systemctl show."""
+    systemctl = module.get_bin_path("systemctl", required=True)
+
+    def read() -> health.ProcessState:
+        argv = [systemctl, "show", "-p", "ActiveState", "-p", "SubState", "-p", "MainPID", "-p", "NRestarts", "--", unit]
+        rc, out, err = module.run_command(argv)
+        if rc != 0:
+            raise health.ComponentHealthError(f"systemctl show {unit} failed: {err.strip() or out.strip()}")
+        return health.ProcessState.parse(out)
+
+    return read
+
+
+def process_lines_reader(module: AnsibleModule, name: str):
+    """A function that returns the `pgrep -a -f <name>` lines (PID, then the command line); none is no line."""
+
+    def read() -> list:
+        pgrep = module.get_bin_path("pgrep", required=True)
+        rc, out, err = module.run_command([pgrep, "-a", "-f", "--", name])
+        if rc not in (0, 1):  # 1: no process matched
+            raise health.ComponentHealthError(f"pgrep -f {name} failed: {err.strip()}")
+        return out.splitlines()
+
+    return read
+
+
+def endpoint_asker(ca_path: str | None):
+    """A function that asks a health endpoint once (5 s per request); the certificate is verified when ca_path is given."""
+
+    def ask(url: str) -> health.Answer:
+        try:
+            response = open_url(url, timeout=5, ca_path=ca_path, validate_certs=ca_path is not None, follow_redirects="none")
+            return health.Answer(response.getcode(), response.read().decode("utf-8", "replace"))
+        except HTTPError as e:
+            # An error status (the kubelet answers 500 with the failed checks): its body is the component's words.
+            return health.Answer(e.code, e.read().decode("utf-8", "replace"))
+        except (OSError, HTTPException) as e:
+            # A refused connection, a timeout, a TLS failure or a broken answer: all are "not ok" answers.
+            return health.Answer(0, error=f"{type(e).__name__}: {e}")
+
+    return ask
+
+
+def run(params: dict, read_unit, read_lines, ask) -> dict:
+    """The module's work without AnsibleModule; raises NodeguardError."""
+    p = params
+    if p["stable_seconds"] < 0 or p["timeout"] < 0 or p["interval"] < 1:
+        raise health.ComponentHealthError(
+            f"stable_seconds and timeout must be 0 or more and interval 1 or more, got {p['stable_seconds']}, {p['timeout']} and {p['interval']}"
+        )
+    if p["check"] == "restart":
+        if not p["unit"]:
+            raise health.ComponentHealthError("check=restart needs the unit that runs the component")
+        return health.check(p["name"], p["unit"], read_unit, p["stable_seconds"], p["health_url"], ask, p["timeout"])
+    if p["check"] == "answers":
+        read = read_lines if p["flags"] is not None else None
+        return health.answers(p["name"], p["health_url"], ask, read, p["flags"], p["timeout"], p["interval"])
+    if p["unit"]:
+        if p["pid"] is None:
+            raise health.ComponentHealthError("check=still with a unit needs the pid an earlier check returned")
+        health.Clock().sleep(p["stable_seconds"])
+        return health.check_still(p["unit"], read_unit, p["pid"], "at the last check")
+    return health.still(p["name"], p["pid"], read_lines, p["health_url"], ask, p["stable_seconds"], p["after"])
+
+
+def main():
+    module = AnsibleModule(argument_spec=OPTIONS, supports_check_mode=True)
+    p = module.params
+    try:
+        read_unit = unit_reader(module, p["unit"]) if p["unit"] else None
+        result = run(p, read_unit, process_lines_reader(module, p["name"]), endpoint_asker(p["ca_path"]))
+    except NodeguardError as e:
+        module.fail_json(msg=str(e))
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
