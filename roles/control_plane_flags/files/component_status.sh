@@ -27,8 +27,11 @@ if command -v journalctl >/dev/null 2>&1; then
     if [ -n "$out" ]; then
       echo "journal of $unit (state: $(systemctl show -p ActiveState,SubState,NRestarts --value "$unit" 2>/dev/null | tr '\n' ' ')):"
       # A process that crashed after it started (a crash loop) logged its error before the restored one logged
-      # the lines above: its last klog error and fatal lines (E/F) come first.
-      errors=$(journalctl -u "$unit" -n 2000 --no-pager -o cat 2>/dev/null | grep -E '^[EF][0-9]{4} ' | tail -n 3)
+      # the lines above: its last klog error and fatal lines (E/F) come first. From 1.37 every start logs
+      # "The manifest file is empty, ignoring." at E level (component-base metrics, when no
+      # --allow-metric-labels-manifest is given); it says nothing about the crash and would push the cause out.
+      errors=$(journalctl -u "$unit" -n 2000 --no-pager -o cat 2>/dev/null | grep -E '^[EF][0-9]{4} ' \
+        | grep -v 'The manifest file is empty, ignoring\.' | tail -n 3)
       [ -z "$errors" ] || printf 'last errors:\n%s\n' "$errors"
       echo "$out"; exit 0
     fi
