@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import yaml
-from power_event_chain import ANSI, LAB_INVENTORY, LogWatch, PowerEventChain, process_cpu_seconds
+from power_event_chain import ANSI, LAB_INVENTORY, LogWatch, PowerEventChain
 from rulebook_process import REPO, RulebookProcess
 
 NODE_WATCH_RULEBOOK = REPO / "extensions" / "eda" / "rulebooks" / "node-watch.yml"
@@ -86,7 +86,6 @@ class NodeWatchChain(PowerEventChain):
         time.sleep(2)
         self.idle_wait_seconds = self.wait_idle()
         super().mark_run_start()
-        self._cpu_before = process_cpu_seconds(self.pid)
 
     def watch(self, victim: str, mark) -> None:
         """mark(name) when the victim's node-down, node-outage's start and its end first appear in the log."""

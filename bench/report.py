@@ -394,7 +394,7 @@ def phase_table(runs: list[dict]) -> list[str]:
     if not mine:
         return ["Not measured."]
     lines = [
-        "| run | profile | trigger | event (Off event or NotReady) | rulebook start-up s | node-outage started "
+        "| run | profile | trigger | event (the rulebook's Off event or node-down; bench-watch: NotReady) | rulebook start-up s | node-outage started "
         "| proofs held | taint | deletes done | detach done | StatefulSet pod Ready |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
