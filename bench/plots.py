@@ -21,6 +21,13 @@ LABELS = {
 }
 
 
+def row_label(entry: dict) -> str:
+    """The metric's label, and what started node-outage when something did (results.json's `trigger`)."""
+    label = LABELS.get(entry["metric"], entry["metric"])
+    trigger = entry.get("trigger", "none")
+    return label if trigger == "none" else f"{label} [{trigger}]"
+
+
 def timeline_chart(profile: str, entries: list[dict], path: Path) -> None:
     entries = [e for e in entries if e["profile"] == profile]
     if not entries:
@@ -34,11 +41,11 @@ def timeline_chart(profile: str, entries: list[dict], path: Path) -> None:
             axes.text(longest, row, label, va="center", fontsize=8)
         else:
             axes.barh(row, entry["median_s"], color="tab:blue")
-            axes.errorbar(entry["median_s"], row, xerr=[[entry["median_s"] - entry["min_s"]],
-                                                        [entry["max_s"] - entry["median_s"]]],
-                          fmt="none", ecolor="black", capsize=3)
+            axes.errorbar(
+                entry["median_s"], row, xerr=[[entry["median_s"] - entry["min_s"]], [entry["max_s"] - entry["median_s"]]], fmt="none", ecolor="black", capsize=3
+            )
             axes.text(entry["max_s"], row, f"  {entry['median_s']:g}s (n={entry['runs']})", va="center", fontsize=8)
-        axes.set_yticks(list(range(len(entries))), [LABELS.get(e["metric"], e["metric"]) for e in reversed(entries)])
+        axes.set_yticks(list(range(len(entries))), [row_label(e) for e in reversed(entries)])
     axes.set_xlabel("seconds after power-off (bar: median, whisker: min-max)")
     axes.set_xlim(0, longest * 1.35)
     axes.set_title(f"Failover timeline, profile {profile}")
@@ -54,7 +61,7 @@ def cost_chart(cost: list[dict], path: Path, requested: dict | None = None) -> N
     for profile in profiles:
         mine = sorted((c for c in cost if c["profile"] == profile), key=lambda c: c["nodes"])
         nodes = [c["nodes"] for c in mine]
-        line, = writes.plot(nodes, [c["write_rps"] for c in mine], marker="o", label=f"{profile} (measured)")
+        (line,) = writes.plot(nodes, [c["write_rps"] for c in mine], marker="o", label=f"{profile} (measured)")
         if requested:
             asked = [requested.get((profile, n)) for n in nodes]
             if all(a is not None for a in asked):

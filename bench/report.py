@@ -31,9 +31,21 @@ def _s(value) -> str:
     return "—" if value is None else f"{value:g}"
 
 
+def trigger_rank(entry: dict) -> int:
+    """Which row stands for a profile's metric when several triggers measured it: a shipped rulebook's first, then
+    Kubernetes alone, the benchmark's own watch (bench-watch) last. Rows from before `trigger` rank as Kubernetes alone."""
+    trigger = entry.get("trigger", results_module.NO_REMEDIATION)
+    return 0 if trigger in results_module.RULEBOOK_TRIGGERS else 2 if trigger == results_module.BENCH_WATCH else 1
+
+
 def timeline_lookup(results: dict, kubelet: str = results_module.STAND_IN) -> dict:
-    """{(profile, metric): row} of one kind of victim (the stand-in rows unless asked otherwise)."""
-    return {(e["profile"], e["metric"]): e for e in results["timelines"] if results_module.entry_kubelet(e) == kubelet}
+    """{(profile, metric): row} of one kind of victim (the stand-in rows unless asked otherwise); of several triggers'
+    rows, the one trigger_rank puts first."""
+    rows = sorted((e for e in results["timelines"] if results_module.entry_kubelet(e) == kubelet), key=trigger_rank)
+    lookup: dict = {}
+    for entry in rows:
+        lookup.setdefault((entry["profile"], entry["metric"]), entry)
+    return dict(sorted(lookup.items(), key=lambda item: rows.index(item[1])))
 
 
 def timeline_cell(entry: dict | None) -> str:
@@ -41,16 +53,31 @@ def timeline_cell(entry: dict | None) -> str:
         return "not measured"
     if entry["median_s"] is None:
         return f"never (n={entry['runs']})" if entry["runs"] else "not measured (see note)"
-    return f"{_s(entry['median_s'])} ({_s(entry['min_s'])}-{_s(entry['max_s'])}, n={entry['runs']})"
+    p95 = f"p95 {_s(entry['p95_s'])}, " if entry.get("p95_s") is not None else ""
+    return f"{_s(entry['median_s'])} ({p95}{_s(entry['min_s'])}-{_s(entry['max_s'])}, n={entry['runs']})"
+
+
+def timeline_columns(results: dict, kubelet: str = results_module.STAND_IN) -> dict:
+    """{(profile, trigger): {metric: row}} in results.json's order: a column per profile and trigger."""
+    columns: dict = {}
+    for e in results["timelines"]:
+        if results_module.entry_kubelet(e) == kubelet:
+            key = (e["profile"], e.get("trigger", results_module.NO_REMEDIATION))
+            columns.setdefault(key, {})[e["metric"]] = e
+    return columns
+
+
+def column_label(profile: str, trigger: str) -> str:
+    return profile if trigger == results_module.NO_REMEDIATION else f"{profile} · {trigger}"
 
 
 def timeline_table(results: dict) -> list[str]:
-    """The stand-in rows, a column per profile (the real-kubelet rows have their own section)."""
-    lookup = timeline_lookup(results)
-    present = list(dict.fromkeys(profile for profile, metric in lookup))
-    lines = ["| metric | " + " | ".join(present) + " |", "|---|" + "---|" * len(present)]
+    """The stand-in rows, a column per profile and trigger (the real-kubelet rows have their own section)."""
+    columns = timeline_columns(results)
+    labels = [column_label(*key) for key in columns]
+    lines = ["| metric | " + " | ".join(labels) + " |", "|---|" + "---|" * len(labels)]
     for metric in results_module.METRICS:
-        cells = [timeline_cell(lookup.get((profile, metric))) for profile in present]
+        cells = [timeline_cell(rows.get(metric)) for rows in columns.values()]
         lines.append(f"| `{metric}` | " + " | ".join(cells) + " |")
     return lines
 
@@ -73,9 +100,12 @@ def remediated_prediction_lines(results: dict, predict=None) -> list[str]:
     the difference, then for node-outage today (proofs overlapped, not measured yet) and what its taint follows."""
     predict = predict or profiles.remediated_prediction
     lookup = timeline_lookup(results)
-    lines = ["| row | started by (measured) | model trigger | NotReady wait | predicted, proofs in order (75c96f0): "
-             "expected (min-max) | measured: median (min-max, n) | measured minus predicted | predicted, node-outage "
-             "today (proofs overlapped) | the taint follows (today, model) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| row | started by (measured) | model trigger | NotReady wait | predicted, proofs in order (75c96f0): "
+        "expected (min-max) | measured: median (min-max, n) | measured minus predicted | predicted, node-outage "
+        "today (proofs overlapped) | the taint follows (today, model) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for profile in dict.fromkeys(p for p, m in lookup):
         entry = lookup.get((profile, "statefulset_replaced"))
         if entry is None or entry["median_s"] is None:
@@ -84,9 +114,11 @@ def remediated_prediction_lines(results: dict, predict=None) -> list[str]:
         measured_code, today = prediction[profiles.IN_ORDER], prediction[profiles.OVERLAPPED]
         wait = "—" if today["not_ready_seconds"] is None else f"{today['not_ready_seconds']} s"
         delta = round(entry["median_s"] - measured_code["statefulset_replaced"]["expected"], 2)
-        lines.append(f"| {profile} | {measured_trigger(entry)} | {today['trigger']} | {wait} "
-                     f"| {_window_cell(measured_code['statefulset_replaced'])} | {timeline_cell(entry)} | {delta:+g} s "
-                     f"| {_window_cell(today['statefulset_replaced'])} | {today['binds']} |")
+        lines.append(
+            f"| {profile} | {measured_trigger(entry)} | {today['trigger']} | {wait} "
+            f"| {_window_cell(measured_code['statefulset_replaced'])} | {timeline_cell(entry)} | {delta:+g} s "
+            f"| {_window_cell(today['statefulset_replaced'])} | {today['binds']} |"
+        )
     return lines
 
 
@@ -126,12 +158,17 @@ def alert_prediction_lines(predict=None) -> list[str]:
     for profile in ("fast", "kubernetes-default"):
         prediction = predict(profile, "alert")
         today = prediction[profiles.OVERLAPPED]
-        cells.append(f"{profile} {_window_cell(today['statefulset_replaced'])} s ({today['binds']} binds; "
-                     f"{_s(prediction[profiles.IN_ORDER]['statefulset_replaced']['expected'])} s with the proofs in order)")
-    return ["Not measured: the shipped alert path (extensions/prometheus/nodeguard-alerts.yml, `for: 60s`, with "
-            "kube-state-metrics scraped and rules evaluated every 30 s and Alertmanager's `group_wait: 30s` of "
-            "docs/eda.md). The model predicts " + " and ".join(cells) + ": the alert, not the NotReady wait, makes "
-            "the run late, and the Lease watch it starts then still takes its whole time.", ""]
+        cells.append(
+            f"{profile} {_window_cell(today['statefulset_replaced'])} s ({today['binds']} binds; "
+            f"{_s(prediction[profiles.IN_ORDER]['statefulset_replaced']['expected'])} s with the proofs in order)"
+        )
+    return [
+        "Not measured: the shipped alert path (extensions/prometheus/nodeguard-alerts.yml, `for: 60s`, with "
+        "kube-state-metrics scraped and rules evaluated every 30 s and Alertmanager's `group_wait: 30s` of "
+        "docs/eda.md). The model predicts " + " and ".join(cells) + ": the alert, not the NotReady wait, makes "
+        "the run late, and the Lease watch it starts then still takes its whole time.",
+        "",
+    ]
 
 
 def real_kubelet_label(profile: str) -> str:
@@ -176,13 +213,10 @@ def heartbeat_lines(runs: list[dict], profile: str) -> list[str]:
             for field in ("lease_s", "status_s"):
                 if age.get(field) is not None:
                     ages.setdefault(kind, {}).setdefault(field, []).append(age[field])
-    lines = ["| kubelet | last Lease renewal before power-off (s) | last status heartbeat before power-off (s) |",
-             "|---|---|---|"]
-    for kind, label in ((results_module.REAL_KUBELET, "real (the victim)"),
-                        (results_module.STAND_IN, "stand-in (the other workers, at the same read)")):
+    lines = ["| kubelet | last Lease renewal before power-off (s) | last status heartbeat before power-off (s) |", "|---|---|---|"]
+    for kind, label in ((results_module.REAL_KUBELET, "real (the victim)"), (results_module.STAND_IN, "stand-in (the other workers, at the same read)")):
         if kind in ages:
-            lines.append(f"| {label} | {_median_range(ages[kind].get('lease_s', []))} "
-                         f"| {_median_range(ages[kind].get('status_s', []))} |")
+            lines.append(f"| {label} | {_median_range(ages[kind].get('lease_s', []))} | {_median_range(ages[kind].get('status_s', []))} |")
     return lines
 
 
@@ -198,9 +232,14 @@ def kubelet_comparison_lines(results: dict, runs: list[dict]) -> list[str]:
     for profile in profiles_measured:
         loads = [r["load_average_1m"] for r in real_runs if r["profile"] == profile and "load_average_1m" in r]
         dates = sorted(r["date"] for r in real_runs if r["profile"] == profile and r.get("date"))
-        lines += [f"### {profile}", "",
-                  f"Real-kubelet runs {dates[0]} to {dates[-1]}, load average (1 min) {_median_range(loads)}." if dates else "",
-                  "", "| metric | stand-in | real kubelet | real minus stand-in (medians) |", "|---|---|---|---|"]
+        lines += [
+            f"### {profile}",
+            "",
+            f"Real-kubelet runs {dates[0]} to {dates[-1]}, load average (1 min) {_median_range(loads)}." if dates else "",
+            "",
+            "| metric | stand-in | real kubelet | real minus stand-in (medians) |",
+            "|---|---|---|---|",
+        ]
         apart = []
         for metric in results_module.METRICS:
             ours, theirs = real.get((profile, metric)), stand_in.get((profile, metric))
@@ -209,10 +248,8 @@ def kubelet_comparison_lines(results: dict, runs: list[dict]) -> list[str]:
             diff = difference(theirs, ours)
             lines.append(f"| `{metric}` | {timeline_cell(theirs)} | {timeline_cell(ours)} | {_difference_cell(diff)} |")
             if diff and diff["apart"]:
-                apart.append(f"`{metric}` ({'later' if diff['seconds'] > 0 else 'earlier'} on the real kubelet by "
-                             f"{abs(diff['seconds']):g} s)")
-        lines += ["", "Ranges apart (every run of one kind beyond every run of the other): "
-                  + ("; ".join(apart) if apart else "none") + ".", ""]
+                apart.append(f"`{metric}` ({'later' if diff['seconds'] > 0 else 'earlier'} on the real kubelet by {abs(diff['seconds']):g} s)")
+        lines += ["", "Ranges apart (every run of one kind beyond every run of the other): " + ("; ".join(apart) if apart else "none") + ".", ""]
         heartbeats = heartbeat_lines(real_runs, profile)
         if heartbeats:
             lines += ["Heartbeat ages at the power-off (median (min-max, n)):", "", *heartbeats, ""]
@@ -220,32 +257,38 @@ def kubelet_comparison_lines(results: dict, runs: list[dict]) -> list[str]:
 
 
 def cost_table(raw_cost: list[dict]) -> list[str]:
-    lines = ["| profile | nodes | write req/s | heartbeat writes/s achieved / requested | request bodies B/s "
-             "| apiserver→etcd B/s | etcd DB growth /min | nodes NotReady at end | load (1m) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| profile | nodes | write req/s | heartbeat writes/s achieved / requested | request bodies B/s "
+        "| apiserver→etcd B/s | etcd DB growth /min | nodes NotReady at end | load (1m) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in sorted(raw_cost, key=lambda r: (r["nodes"], profiles.ALL_PROFILES.index(r["profile"]))):
         if r.get("refused"):
-            lines.append(f"| {r['profile']} | {r['nodes']} | not measured: the model refuses it ({r['refused']}) "
-                         "| | | | | | |")
+            lines.append(f"| {r['profile']} | {r['nodes']} | not measured: the model refuses it ({r['refused']}) | | | | | | |")
             continue
         lines.append(
             f"| {r['profile']} | {r['nodes']} | {r['write_rps']:g} | {r['achieved_heartbeat_rps']:g} / "
             f"{r['requested_heartbeat_rps']:g} | {r['write_bytes_per_s']:,.0f} | {r['etcd_received_bytes_per_s']:,.0f} "
             f"| {r['etcd_db_growth_bytes_per_min'] / 1024:,.0f} KiB | {r['not_ready_nodes_at_end']} "
-            f"| {r['load_average_1m'][0]:g}-{r['load_average_1m'][1]:g} |")
+            f"| {r['load_average_1m'][0]:g}-{r['load_average_1m'][1]:g} |"
+        )
     return lines
 
 
 def incident_table(raw: dict | None) -> list[str]:
     if not raw:
         return ["Not measured."]
-    lines = ["| pods on the node | cluster nodes | cluster pods | own seconds | API requests | by verb "
-             "| wall seconds | waits (s) | outcome |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| pods on the node | cluster nodes | cluster pods | own seconds | API requests | by verb | wall seconds | waits (s) | outcome |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in raw.get("runs", [raw]):
-        lines.append(f"| {r['pods']} | {r['cluster_nodes']} | {r['cluster_pods']} | {_s(r['own_seconds'])} "
-                     f"| {r['api_requests'] if r['api_requests'] is not None else '—'} "
-                     f"| {json.dumps(r.get('requests_by_verb', {}))} | {_s(r.get('wall_seconds'))} "
-                     f"| {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} |")
+        lines.append(
+            f"| {r['pods']} | {r['cluster_nodes']} | {r['cluster_pods']} | {_s(r['own_seconds'])} "
+            f"| {r['api_requests'] if r['api_requests'] is not None else '—'} "
+            f"| {json.dumps(r.get('requests_by_verb', {}))} | {_s(r.get('wall_seconds'))} "
+            f"| {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} |"
+        )
     return lines
 
 
@@ -288,9 +331,11 @@ def target_lines(results: dict, raw_cost: list[dict]) -> list[str]:
 def power_event_target_lines(median, verdict, by_cost: dict) -> list[str]:
     """Issue 13's targets for the power-event profile: both replacements <= 15 s after power-off, and its
     heartbeat write requests at 1000 nodes <= 1/5 of seed-001's."""
-    lines = [f"- power-event (stock heartbeats, failover led by the BMC's power event) ≤ 15 s after power-off: "
-             f"`statefulset_replaced` {verdict(median('power-event', 'statefulset_replaced'), 15)}; "
-             f"`deployment_replaced` {verdict(median('power-event', 'deployment_replaced'), 15)}"]
+    lines = [
+        f"- power-event (stock heartbeats, failover led by the BMC's power event) ≤ 15 s after power-off: "
+        f"`statefulset_replaced` {verdict(median('power-event', 'statefulset_replaced'), 15)}; "
+        f"`deployment_replaced` {verdict(median('power-event', 'deployment_replaced'), 15)}"
+    ]
     event, seed = by_cost.get(("power-event", 1000)), by_cost.get(("seed-001", 1000))
     if not (event and seed):
         return [*lines, "- power-event heartbeat write requests at 1000 nodes ≤ 1/5 of seed-001's: not measured"]
@@ -301,7 +346,8 @@ def power_event_target_lines(median, verdict, by_cost: dict) -> list[str]:
         f"{event['requested_heartbeat_rps']:g} vs {seed['requested_heartbeat_rps']:g} writes/s asked for; measured "
         f"{event['achieved_heartbeat_rps']:g} vs {seed['achieved_heartbeat_rps']:g} heartbeat writes/s got, "
         f"{event['etcd_received_bytes_per_s'] / 1e6:.2f} vs {seed['etcd_received_bytes_per_s'] / 1e6:.2f} MB/s to etcd "
-        "(the event path adds no heartbeat: its own load is in the section on it)")
+        "(the event path adds no heartbeat: its own load is in the section on it)"
+    )
     return lines
 
 
@@ -333,21 +379,43 @@ def cost_target_line(by: dict) -> str:
         f"{stored(seed, seed_100) / 1e6:.2f} MB/s (bytes per write measured at 100 nodes times writes asked for at 1000). "
         f"Measured at 1000 nodes: fast got {fast['achieved_heartbeat_rps']:g} heartbeat writes/s with "
         f"{fast['etcd_received_bytes_per_s'] / 1e6:.2f} MB/s to etcd, seed-001 {seed['achieved_heartbeat_rps']:g} with "
-        f"{seed['etcd_received_bytes_per_s'] / 1e6:.2f} MB/s ({seed['not_ready_nodes_at_end']} nodes NotReady at the end).")
+        f"{seed['etcd_received_bytes_per_s'] / 1e6:.2f} MB/s ({seed['not_ready_nodes_at_end']} nodes NotReady at the end)."
+    )
 
 
 def _run_seconds(value) -> str:
     return "—" if value is None else f"{value:g}"
 
 
-def event_led_table(runs: list[dict]) -> list[str]:
-    """One row per event-led run: the chain's milestones (seconds after power-off) and its own load."""
-    mine = [r for r in runs if r.get("trigger") == "power-event"]
+def phase_table(runs: list[dict]) -> list[str]:
+    """One row per remediated run (every trigger): its phases, seconds after power-off (bench/phases.py). The whole
+    messages (plan, each proof, outcome) are in the raw records (`plan`, `proofs_whole`, `outcome`)."""
+    mine = [r for r in runs if r.get("phases")]
     if not mine:
         return ["Not measured."]
-    lines = ["| run | victim | event in rulebook | node-outage started | taint (node Ready then?) | Deployment pod "
-             "| StatefulSet pod | NotReady | node-outage ok | BMC requests | rulebook CPU s | rulebook RSS MiB "
-             "| load (1m) |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| run | profile | trigger | event (the rulebook's Off event or node-down; bench-watch: NotReady) | rulebook start-up s | node-outage started "
+        "| proofs held | taint | deletes done | detach done | StatefulSet pod Ready |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for number, r in enumerate(mine, start=1):
+        p = r["phases"]
+        cells = [p.get(k) for k in ("event_s", "rulebook_startup_s", "run_start_s", "prove_end_s", "taint_s", "deletes_s", "detach_s", "replacement_ready_s")]
+        lines.append(f"| {number} | {r['profile']} | {results_module.run_trigger(r)} | " + " | ".join(_run_seconds(c) for c in cells) + " |")
+    return lines
+
+
+def event_led_table(runs: list[dict]) -> list[str]:
+    """One row per rulebook-led run: the chain's milestones (seconds after power-off) and its own load."""
+    mine = [r for r in runs if results_module.rulebook_led(r)]
+    if not mine:
+        return ["Not measured."]
+    lines = [
+        "| run | profile · trigger | victim | event in rulebook | node-outage started | taint (node Ready then?) | Deployment pod "
+        "| StatefulSet pod | NotReady | node-outage ok | BMC requests | rulebook CPU s | rulebook RSS MiB "
+        "| load (1m) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for number, r in enumerate(mine, start=1):
         m = r["milestones"]
         ready = {True: "Ready", False: "NotReady", None: "—"}[r.get("taint_while_ready")]
@@ -355,11 +423,13 @@ def event_led_table(runs: list[dict]) -> list[str]:
         own = sum(count for request, count in bmc.items() if "ComputerSystem.Reset" not in request)
         memory = (r.get("rulebook_memory_kib") or {}).get("VmRSS")
         lines.append(
-            f"| {number} | {r['victim']} | {_run_seconds(m.get('event_received'))} | {_run_seconds(m.get('playbook_started'))} "
+            f"| {number} | {column_label(r['profile'], results_module.run_trigger(r))} | {r['victim']} "
+            f"| {_run_seconds(m.get('event_received'))} | {_run_seconds(m.get('playbook_started'))} "
             f"| {_run_seconds(m.get('out_of_service_taint'))} ({ready}) | {_run_seconds(m.get('deployment_replaced'))} "
             f"| {_run_seconds(m.get('statefulset_replaced'))} | {_run_seconds(m.get('not_ready'))} "
             f"| {'yes' if r.get('node_outage_ok') else 'no'} | {own} | {_run_seconds(r.get('rulebook_cpu_seconds'))} "
-            f"| {_run_seconds(round(memory / 1024, 1) if memory else None)} | {r.get('load_average_1m', '—')} |")
+            f"| {_run_seconds(round(memory / 1024, 1) if memory else None)} | {r.get('load_average_1m', '—')} |"
+        )
     return lines
 
 
@@ -368,18 +438,21 @@ def event_incident_lines(raw_incident: dict | None) -> list[str]:
     runs = (raw_incident or {}).get("power_event_runs") or []
     if not runs:
         return ["API requests of one event-led incident: not measured."]
-    lines = ["| pods on the node | cluster nodes | cluster pods | API requests | by verb | wall seconds | waits (s) "
-             "| outcome | load (1m) |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| pods on the node | cluster nodes | cluster pods | API requests | by verb | wall seconds | waits (s) | outcome | load (1m) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
-        lines.append(f"| {r['pods']} | {r['cluster_nodes']} | {r['cluster_pods']} "
-                     f"| {r['api_requests'] if r['api_requests'] is not None else '—'} "
-                     f"| {json.dumps(r.get('requests_by_verb', {}))} | {_s(r.get('wall_seconds'))} "
-                     f"| {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} | {r.get('load_average_1m')} |")
+        lines.append(
+            f"| {r['pods']} | {r['cluster_nodes']} | {r['cluster_pods']} "
+            f"| {r['api_requests'] if r['api_requests'] is not None else '—'} "
+            f"| {json.dumps(r.get('requests_by_verb', {}))} | {_s(r.get('wall_seconds'))} "
+            f"| {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} | {r.get('load_average_1m')} |"
+        )
     return lines
 
 
-def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str,
-         runs: list[dict] | None = None, last_run: dict | None = None) -> str:
+def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str, runs: list[dict] | None = None, last_run: dict | None = None) -> str:
     machine = results["machine"]
     gantt = [f"![{profile}](timeline-{profile}.png)" for profile in dict.fromkeys(p for p, m in timeline_lookup(results))]
     text = [
@@ -390,9 +463,12 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         f"{machine['memory_gib']} GiB, kernel {machine['kernel']}, {results['date']}. The timeline labs shared "
         "the CPUs with each other; each raw record carries the load average at its time, and the findings say what "
         "else ran. "
-        + "".join(f"The rows of {', '.join(e['profiles'])} were measured later, {e['date']}, on {e['cpus']} CPUs "
-                  f"({e['cpu_model']}), kernel {e['kernel']}, while other jobs ran on the same CPUs (load averages "
-                  "next to the numbers). " for e in machine.get("added", []))
+        + "".join(
+            f"The rows of {', '.join(e['profiles'])} were measured later, {e['date']}, on {e['cpus']} CPUs "
+            f"({e['cpu_model']}), kernel {e['kernel']}, while other jobs ran on the same CPUs (load averages "
+            "next to the numbers). "
+            for e in machine.get("added", [])
+        )
         + "All numbers below were measured, except the model's predictions, which are labelled and stand next to "
         "the measurements they predict. "
         "Machine-readable: [results.json](results.json); every run: [raw/](raw/).",
@@ -409,19 +485,15 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "    # 1. timelines: six private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
         "    #    ngbdefault: kubernetes-default, ngbseed: seed-001, ngbfast: fast aggressive, ngbbalanced: balanced,",
         "    #    ngbpower: power-event (event-led runs only),",
-        "    #    ngbkubelet: kubernetes-default fast with the real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1) "
-        "as the victim (--victim ng-worker4)",
+        "    #    ngbkubelet: kubernetes-default fast with the real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1) as the victim (--victim ng-worker4)",
         "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profiles> [--victim <worker>] "
-        "--runs 5 --out docs/benchmarks/raw/timelines-<lab>.json",
+        "--runs 5 --rulebook-runs 20 --out docs/benchmarks/raw/timelines-<lab>.json",
         "    #    beside them: dead TCP connections, a private lab of 4 workers (about 50 minutes)",
         "    bench/deadconn.sh",
         "    # 2. incident overhead, scale mode, one after the other",
-        "    .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default "
-        "--out docs/benchmarks/raw/incident.json",
-        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 110 --profile kubernetes-default "
-        "--out docs/benchmarks/raw/incident.json",
-        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 30 --profile kubernetes-default "
-        "--out docs/benchmarks/raw/incident.json",
+        "    .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --profile kubernetes-default --out docs/benchmarks/raw/incident.json",
+        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 110 --profile kubernetes-default --out docs/benchmarks/raw/incident.json",
+        "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 30 --profile kubernetes-default --out docs/benchmarks/raw/incident.json",
         "    .venv/bin/python bench/incident.py --nodes 100 --pods 3000 --on-node 110 --profile power-event "
         "--power-event --out docs/benchmarks/raw/incident.json",
         "    # 3. control-plane cost, scale mode",
@@ -440,7 +512,14 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "## Failover timelines (seconds after power-off)",
         "",
-        "Cell: median (min-max, n = runs). Profiles: `kubernetes-default` (nothing set), `seed-001` "
+        "Cell: median (p95, min-max, n = runs). A column per profile and `trigger` (results.json's field): what "
+        "started node-outage in its runs: `node-watch.yml` or `power-events.yml` (the shipped rulebook in a real "
+        "ansible-rulebook; the benchmark only powers the victim off), `bench-watch` (the benchmark's own watch starts "
+        "node-outage.yml the moment the node is NotReady: a comparison row, not what a user runs), or none (the "
+        "profile's name alone: Kubernetes without remediation). results.json also gives `p50_s` and `p95_s`: nearest "
+        "rank (the value of rank ceil(p/100 * n) in ascending order, never interpolated; p95 of fewer than 20 runs "
+        "is the maximum; p50 of an even n is the lower middle value, where the median averages the two). "
+        "Profiles: `kubernetes-default` (nothing set), `seed-001` "
         "(nodeStatusUpdateFrequency 1s, node-monitor-period 1s, node-monitor-grace-period 4s, default tolerations), "
         "and the collection's presets as the model renders them (bench/profiles.py).",
         "",
@@ -452,19 +531,33 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "and a `db` (StatefulSet, RWO volume) pod is powered off through its Redfish BMC; time zero is the moment its "
         "container is seen stopped (polled every 50 ms). Watches on Nodes, EndpointSlices and Pods record each "
         "milestone. Unremediated runs stop 30 s after the Deployment's pod is replaced (or at a cap of twice the "
-        "model's expectation, at least 90 s). Remediated runs start playbooks/node-outage.yml as soon as the node is "
-        "NotReady, with `node_outage_proof_timeout` so it waits for its proofs (NotReady for "
-        "`node_outage_not_ready_seconds`, Lease stale, BMC reads Off) instead of refusing. "
+        "model's expectation, at least 90 s). Remediated runs (`node-watch.yml`): a real ansible-rulebook runs "
+        "extensions/eda/rulebooks/node-watch.yml with its shipped variables, the lab's kubeconfig and the workers "
+        "allowed (docs/eda.md, node watch; bench/node_watch_chain.py); its source emits node-down at NotReady and the "
+        "rulebook runs node-outage with `nodeguard_node_watch_proof_timeout` (150 s), so it waits for its proofs "
+        "(NotReady for `node_outage_not_ready_seconds`, Lease stale, BMC reads Off) instead of refusing. The "
+        "`bench-watch` runs start playbooks/node-outage.yml from the benchmark's own watch at NotReady instead. "
         "bench/timeline.py now runs the documented commands: a preset is applied with `tune-failover.yml -e "
         "failover_preset=<preset>` first, and node-outage gets no timing variable, so it takes its NotReady wait from "
         "the applied profile (the preset's `remediation.not_ready_seconds`: fast 20 s, aggressive 10 s, balanced 60 s), "
         "and the stock 60 s for kubernetes-default and seed-001, which are written without tune-failover. The tables' "
         "remediated series (session 2) passed the same values explicitly; the documented-commands series of fast is "
         "above. "
-        "`deployment_replaced` comes from unremediated runs only, `statefulset_replaced` from remediated ones; the "
-        "detection milestones from both. A run during which another worker went NotReady would be discarded.",
+        "`deployment_replaced` comes from unremediated and rulebook-led runs (node-outage deletes the Deployment's pod "
+        "too), `statefulset_replaced` from remediated ones; each column's detection milestones from its own runs. A "
+        "run during which another worker went NotReady would be discarded.",
         "",
         *gantt,
+        "",
+        "### Phases of every remediated run (seconds after power-off)",
+        "",
+        *phase_table(runs or []),
+        "",
+        "From bench/phases.py: the event (the BMC's Off event in the rulebook's log, or NotReady), the rulebook's "
+        "start-up (before the power-off), node-outage's start, the end of its proof step, the taint, the end of the "
+        "deletes and of the detach (node-outage's incident record, whole seconds), the StatefulSet pod Ready. Each "
+        "run's whole plan, every proof's whole message and the outcome are in raw/timelines-*.json (`plan`, "
+        "`proofs_whole`, `outcome`).",
         "",
         *remediated_prediction_section(results),
         "## Real kubelet vs stand-in",
@@ -504,7 +597,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "does not contain the 5-minute full status reports of the Lease-based profiles (their first report comes "
         "300 s after the switch): those profiles' numbers are the Lease path alone.",
         "",
-        "## Event-led failover (power-event): each run and the event path's own load",
+        "## Rulebook-led failover (power-events.yml, node-watch.yml): each run and the rulebook's own load",
         "",
         *event_led_table(runs or []),
         "",
@@ -521,7 +614,11 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "`rulebook CPU s`: ansible-rulebook's CPU during the run, its node-outage run included (/proc utime+stime "
         "of the process and its waited-for children). The rulebook acts once per node in 30 minutes, so a victim "
         "it has already seen gets a fresh rulebook and fresh subscriptions. None of this load is on etcd: the "
-        "BMC posts to the rulebook, not to the API server.",
+        "BMC posts to the rulebook, not to the API server. The `node-watch.yml` rows (bench/node_watch_chain.py) are "
+        "the heartbeat profiles' remediated runs: `event in rulebook` is the source's node-down line, and the rulebook's "
+        "watch of Nodes and Leases is on the API server (one list, then a watch). When the victim is back, the rulebook "
+        "runs node-recover, as for a user; the next run powers off only once that run has ended "
+        "(`rulebook_idle_wait_seconds` in the raw records).",
         "",
         *event_incident_lines(raw_incident),
         "",
@@ -563,10 +660,14 @@ def dead_connection_lines(results: dict) -> list[str]:
     rows = results.get("dead_connections")
     if not rows:
         return ["Not measured in this run (bench/deadconn.sh writes raw/dead-connections.json)."]
-    return ["Seconds until a client's socket fails after its peer lost power (data in flight from the write, idle "
-            "with keepalive from the last segment received), next to the model's prediction. Method, every "
-            "connection's timers, and where the kernel and the model differ: "
-            "[dead-connections.md](dead-connections.md).", "", deadconn.table({"summary": rows})]
+    return [
+        "Seconds until a client's socket fails after its peer lost power (data in flight from the write, idle "
+        "with keepalive from the last segment received), next to the model's prediction. Method, every "
+        "connection's timers, and where the kernel and the model differ: "
+        "[dead-connections.md](dead-connections.md).",
+        "",
+        deadconn.table({"summary": rows}),
+    ]
 
 
 def with_added_machine(previous: dict, results: dict, added: list[str], measured: str | None = None) -> dict:
@@ -575,20 +676,29 @@ def with_added_machine(previous: dict, results: dict, added: list[str], measured
     numbers came from where)."""
     machine = {key: value for key, value in previous["machine"].items() if key != "added"}
     entries = [e for e in previous["machine"].get("added", []) if not set(e["profiles"]) & set(added)]
-    entries.append({"profiles": list(added), "date": measured or results["date"], **results["machine"],
-                    "shared": "CPU shared with other jobs (other labs and tests) while these were measured; "
-                              "load averages are in raw/*.json and on the page"})
+    entries.append(
+        {
+            "profiles": list(added),
+            "date": measured or results["date"],
+            **results["machine"],
+            "shared": "CPU shared with other jobs (other labs and tests) while these were measured; load averages are in raw/*.json and on the page",
+        }
+    )
     return {**results, "machine": {**machine, "added": entries}, "date": previous["date"]}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
-    parser.add_argument("--added", nargs="+", metavar="PROFILE", default=[],
-                        help="only these profiles' raw files are new: the machine and date of the existing "
-                             "results.json stay the page's, and this machine is named for these profiles")
-    parser.add_argument("--added-real-kubelet", action="store_true",
-                        help="the real-kubelet runs are new: as --added, for the real-kubelet rows")
+    parser.add_argument(
+        "--added",
+        nargs="+",
+        metavar="PROFILE",
+        default=[],
+        help="only these profiles' raw files are new: the machine and date of the existing "
+        "results.json stay the page's, and this machine is named for these profiles",
+    )
+    parser.add_argument("--added-real-kubelet", action="store_true", help="the real-kubelet runs are new: as --added, for the real-kubelet rows")
     args = parser.parse_args()
     raw = args.out / "raw"
     results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
@@ -596,8 +706,7 @@ def main() -> int:
     runs = results_module.timeline_runs(raw)
     real = [r for r in runs if results_module.victim_kubelet(r) == results_module.REAL_KUBELET]
     new_runs = [r for r in runs if r["profile"] in args.added and r not in real] + (real if args.added_real_kubelet else [])
-    labels = list(args.added) + ([real_kubelet_label(p) for p in dict.fromkeys(r["profile"] for r in real)]
-                                 if args.added_real_kubelet else [])
+    labels = list(args.added) + ([real_kubelet_label(p) for p in dict.fromkeys(r["profile"] for r in real)] if args.added_real_kubelet else [])
     if labels and previous.exists():
         dates = [r["date"] for r in new_runs if r.get("date")]
         results = with_added_machine(json.loads(previous.read_text()), results, labels, max(dates, default=None))

@@ -1,8 +1,10 @@
 """Turn the raw measurements (docs/benchmarks/raw/*.json) into docs/benchmarks/results.json.
 
 results.json (issue 5): kubernetes_version, machine, date,
-  timelines: [{profile, metric, median_s, min_s, max_s, runs[, note][, kubelet]}] (kubelet "real": the row of
-    the runs whose victim ran the real kubelet, never mixed with the stand-in row of the same profile),
+  timelines: [{profile, trigger, metric, median_s, p50_s, p95_s, min_s, max_s, runs[, note][, kubelet]}] (kubelet
+    "real": the row of the runs whose victim ran the real kubelet, never mixed with the stand-in row of the same
+    profile; trigger: what started node-outage in the row's runs, see TRIGGERS; p50/p95: nearest rank, see
+    percentile),
   cost: [{profile, nodes, write_rps, write_bytes_per_s, etcd_db_growth_bytes_per_min}],
   incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests},
   dead_connections: [{setting, metric, sysctls, predicted_s, median_s, min_s, max_s, difference_pct, runs,
@@ -13,6 +15,7 @@ Only measured numbers go in; a milestone never reached within its cap is null wi
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import statistics
@@ -21,14 +24,19 @@ from pathlib import Path
 
 import jsonschema
 
-METRICS = ("not_ready", "unreachable_taint", "endpoint_removed", "deployment_replaced",
-           "statefulset_replaced_unremediated", "statefulset_replaced")
+METRICS = ("not_ready", "unreachable_taint", "endpoint_removed", "deployment_replaced", "statefulset_replaced_unremediated", "statefulset_replaced")
 # Which kind of run a metric is taken from (see bench/timeline.py).
 FROM_UNREMEDIATED = {"deployment_replaced", "statefulset_replaced_unremediated"}
 FROM_REMEDIATED = {"statefulset_replaced"}
-# Event-led runs (trigger power-event) are the only kind of their profile: every metric but the
-# unremediated one comes from them, and a run whose failover never came counts as "not reached".
-FROM_EVENT_LED = set(METRICS) - {"statefulset_replaced_unremediated"}
+# Rulebook-led runs (a shipped rulebook started node-outage): every metric but the unremediated one comes from
+# them, and a run whose failover never came counts as "not reached".
+FROM_RULEBOOK_LED = set(METRICS) - {"statefulset_replaced_unremediated"}
+
+# What started node-outage in a run (results.json's `trigger`): the shipped rulebook by its file name, the
+# benchmark's own watch at NotReady (bench-watch, a comparison row), or nothing (none: Kubernetes alone).
+POWER_EVENTS, NODE_WATCH, BENCH_WATCH, NO_REMEDIATION = "power-events.yml", "node-watch.yml", "bench-watch", "none"
+RULEBOOK_TRIGGERS = (POWER_EVENTS, NODE_WATCH)
+TRIGGERS = (NO_REMEDIATION, NODE_WATCH, POWER_EVENTS, BENCH_WATCH)  # also the order of a profile's rows
 
 # Which kubelet the victim of a run ran (bench/timeline.py records it as victim_kubelet); runs from before
 # the real-kubelet worker existed have no such field: their victims were stand-ins.
@@ -42,68 +50,134 @@ SCHEMA = {
         "kubernetes_version": {"type": "string"},
         "machine": {"type": "object"},
         "date": {"type": "string"},
-        "timelines": {"type": "array", "items": {
+        "timelines": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["profile", "trigger", "metric", "median_s", "p50_s", "p95_s", "min_s", "max_s", "runs"],
+                "properties": {
+                    "profile": {"type": "string"},
+                    "metric": {"enum": list(METRICS)},
+                    "trigger": {"enum": list(TRIGGERS)},
+                    "median_s": _NUMBER_OR_NULL,
+                    "p50_s": _NUMBER_OR_NULL,
+                    "p95_s": _NUMBER_OR_NULL,
+                    "min_s": _NUMBER_OR_NULL,
+                    "max_s": _NUMBER_OR_NULL,
+                    "runs": {"type": "integer", "minimum": 0},
+                    "note": {"type": "string"},
+                    "kubelet": {"const": REAL_KUBELET},
+                },
+                "additionalProperties": False,
+            },
+        },
+        "cost": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["profile", "nodes", "write_rps", "write_bytes_per_s"],
+                "properties": {
+                    "profile": {"type": "string"},
+                    "nodes": {"type": "integer", "minimum": 1},
+                    "write_rps": {"type": "number"},
+                    "write_bytes_per_s": {"type": "number"},
+                    "etcd_db_growth_bytes_per_min": {"type": "number"},
+                },
+                "additionalProperties": False,
+            },
+        },
+        "incident": {
             "type": "object",
-            "required": ["profile", "metric", "median_s", "min_s", "max_s", "runs"],
-            "properties": {"profile": {"type": "string"}, "metric": {"enum": list(METRICS)},
-                           "median_s": _NUMBER_OR_NULL, "min_s": _NUMBER_OR_NULL, "max_s": _NUMBER_OR_NULL,
-                           "runs": {"type": "integer", "minimum": 0}, "note": {"type": "string"},
-                           "kubelet": {"const": REAL_KUBELET}},
-            "additionalProperties": False}},
-        "cost": {"type": "array", "items": {
-            "type": "object",
-            "required": ["profile", "nodes", "write_rps", "write_bytes_per_s"],
-            "properties": {"profile": {"type": "string"}, "nodes": {"type": "integer", "minimum": 1},
-                           "write_rps": {"type": "number"}, "write_bytes_per_s": {"type": "number"},
-                           "etcd_db_growth_bytes_per_min": {"type": "number"}},
-            "additionalProperties": False}},
-        "incident": {"type": "object",
-                     "required": ["pods", "cluster_nodes", "cluster_pods", "own_seconds", "api_requests"],
-                     "properties": {"pods": {"type": "integer"}, "cluster_nodes": {"type": "integer"},
-                                    "cluster_pods": {"type": "integer"}, "own_seconds": _NUMBER_OR_NULL,
-                                    "api_requests": {"type": ["integer", "null"]}, "note": {"type": "string"}},
-                     "additionalProperties": False},
-        "dead_connections": {"type": "array", "items": {
-            "type": "object",
-            "required": ["setting", "metric", "sysctls", "predicted_s", "median_s", "min_s", "max_s",
-                         "difference_pct", "runs", "errors"],
-            "properties": {"setting": {"type": "string"},
-                           "metric": {"enum": ["dead_connection_data", "dead_connection_idle"]},
-                           "sysctls": {"type": "object"}, "predicted_s": {"type": "number"},
-                           "median_s": _NUMBER_OR_NULL, "min_s": _NUMBER_OR_NULL, "max_s": _NUMBER_OR_NULL,
-                           "difference_pct": _NUMBER_OR_NULL, "runs": {"type": "integer", "minimum": 0},
-                           "errors": {"type": "array", "items": {"type": "string"}}, "note": {"type": "string"}},
-            "additionalProperties": False}},
+            "required": ["pods", "cluster_nodes", "cluster_pods", "own_seconds", "api_requests"],
+            "properties": {
+                "pods": {"type": "integer"},
+                "cluster_nodes": {"type": "integer"},
+                "cluster_pods": {"type": "integer"},
+                "own_seconds": _NUMBER_OR_NULL,
+                "api_requests": {"type": ["integer", "null"]},
+                "note": {"type": "string"},
+            },
+            "additionalProperties": False,
+        },
+        "dead_connections": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["setting", "metric", "sysctls", "predicted_s", "median_s", "min_s", "max_s", "difference_pct", "runs", "errors"],
+                "properties": {
+                    "setting": {"type": "string"},
+                    "metric": {"enum": ["dead_connection_data", "dead_connection_idle"]},
+                    "sysctls": {"type": "object"},
+                    "predicted_s": {"type": "number"},
+                    "median_s": _NUMBER_OR_NULL,
+                    "min_s": _NUMBER_OR_NULL,
+                    "max_s": _NUMBER_OR_NULL,
+                    "difference_pct": _NUMBER_OR_NULL,
+                    "runs": {"type": "integer", "minimum": 0},
+                    "errors": {"type": "array", "items": {"type": "string"}},
+                    "note": {"type": "string"},
+                },
+                "additionalProperties": False,
+            },
+        },
     },
 }
 
 
+def percentile(observed: list[float], percent: float) -> float:
+    """The nearest-rank percentile: the smallest observed value with at least `percent` % of the values at or below
+    it, i.e. the value of rank ceil(percent/100 * n) in ascending order. Always an observed value, never interpolated.
+    For small n it is the top of the sample: p95 of 1 to 19 runs is the maximum, of 20 runs the 19th smallest; p50 of
+    an even n is the lower of the two middle values (the median averages them)."""
+    if not observed:
+        raise ValueError("percentile of no values")
+    if not 0 < percent <= 100:
+        raise ValueError(f"percent must be in (0, 100], not {percent}")
+    ordered = sorted(observed)
+    return ordered[math.ceil(percent / 100 * len(ordered)) - 1]
+
+
 def spread(samples: list[float | None]) -> dict:
-    """Median, min and max of the observed values (None = not observed within the cap)."""
+    """Median, p50, p95 (nearest rank), min and max of the observed values (None = not observed within the cap)."""
     observed = [s for s in samples if s is not None]
     if not observed:
-        return {"median_s": None, "min_s": None, "max_s": None}
-    return {"median_s": round(statistics.median(observed), 2), "min_s": round(min(observed), 2),
-            "max_s": round(max(observed), 2)}
+        return {"median_s": None, "p50_s": None, "p95_s": None, "min_s": None, "max_s": None}
+    return {
+        "median_s": round(statistics.median(observed), 2),
+        "p50_s": round(percentile(observed, 50), 2),
+        "p95_s": round(percentile(observed, 95), 2),
+        "min_s": round(min(observed), 2),
+        "max_s": round(max(observed), 2),
+    }
 
 
-def event_led(run: dict) -> bool:
-    return run.get("trigger") == "power-event"
+def run_trigger(run: dict) -> str:
+    """What started node-outage in a run. Runs recorded before `trigger` named the rulebook file: "power-event" is
+    power-events.yml; a remediated run without a trigger was started by the benchmark's own watch."""
+    trigger = run.get("trigger")
+    if trigger == "power-event":
+        return POWER_EVENTS
+    if trigger:
+        return trigger
+    return BENCH_WATCH if run["remediated"] else NO_REMEDIATION
+
+
+def rulebook_led(run: dict) -> bool:
+    return run_trigger(run) in RULEBOOK_TRIGGERS
 
 
 def remediation_failed(run: dict) -> bool:
-    """A remediated run whose node-outage.yml never succeeded measures the playbook, not failover.
-    (An event-led run is never left out: its chain starting nothing is what it measures.)"""
+    """A bench-watch run whose node-outage.yml never succeeded measures the playbook, not failover.
+    (A rulebook-led run is never left out: its chain starting nothing is what it measures.)"""
     attempts = run.get("playbook_attempts") or []
-    return run["remediated"] and not event_led(run) and not any(a["rc"] == 0 for a in attempts) \
-        and run["milestones"].get("statefulset_replaced") is None
+    return run["remediated"] and not rulebook_led(run) and not any(a["rc"] == 0 for a in attempts) and run["milestones"].get("statefulset_replaced") is None
 
 
 def _counts(run: dict, metric: str) -> bool:
     if run.get("disturbed"):
         return False
-    if event_led(run):
-        return metric in FROM_EVENT_LED
+    if rulebook_led(run):
+        return metric in FROM_RULEBOOK_LED
     if metric in FROM_REMEDIATED and remediation_failed(run):
         return False
     if metric in FROM_UNREMEDIATED:
@@ -133,26 +207,34 @@ def timeline_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
 
 
 def _profile_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
+    """Per profile, one row per trigger and metric, from the runs of that trigger only."""
     entries = []
     for profile in profile_order:
-        mine = [r for r in runs if r["profile"] == profile]
-        for metric in METRICS:
-            used = [r for r in mine if _counts(r, metric)]
-            failed = [r for r in mine if metric in FROM_REMEDIATED and remediation_failed(r)]
-            if not used and not failed:
-                continue
-            samples = [r["milestones"].get(metric) for r in used]
-            entry = {"profile": profile, "metric": metric, **spread(samples), "runs": len(used)}
-            missing = [r for r, s in zip(used, samples, strict=True) if s is None]
-            if missing:
-                caps = sorted({int(r["cap_s"]) for r in missing})
-                cap = f"{caps[0]}s" if len(caps) == 1 else f"{caps[0]}-{caps[-1]}s"
-                what = "never happened" if len(missing) == len(used) else f"not reached in {len(missing)} of {len(used)} runs"
-                entry["note"] = f"{what} within the cap of {cap} after power-off"
-            if failed:
-                note = f"{len(failed)} run(s) left out: node-outage.yml never succeeded in them (see raw/timelines.json)"
-                entry["note"] = f"{entry['note']}; {note}" if "note" in entry else note
-            entries.append(entry)
+        for trigger in TRIGGERS:
+            mine = [r for r in runs if r["profile"] == profile and run_trigger(r) == trigger]
+            entries.extend(_trigger_entries(mine, profile, trigger))
+    return entries
+
+
+def _trigger_entries(mine: list[dict], profile: str, trigger: str) -> list[dict]:
+    entries = []
+    for metric in METRICS:
+        used = [r for r in mine if _counts(r, metric)]
+        failed = [r for r in mine if metric in FROM_REMEDIATED and remediation_failed(r)]
+        if not used and not failed:
+            continue
+        samples = [r["milestones"].get(metric) for r in used]
+        entry = {"profile": profile, "trigger": trigger, "metric": metric, **spread(samples), "runs": len(used)}
+        missing = [r for r, s in zip(used, samples, strict=True) if s is None]
+        if missing:
+            caps = sorted({int(r["cap_s"]) for r in missing})
+            cap = f"{caps[0]}s" if len(caps) == 1 else f"{caps[0]}-{caps[-1]}s"
+            what = "never happened" if len(missing) == len(used) else f"not reached in {len(missing)} of {len(used)} runs"
+            entry["note"] = f"{what} within the cap of {cap} after power-off"
+        if failed:
+            note = f"{len(failed)} run(s) left out: node-outage.yml never succeeded in them (see raw/timelines.json)"
+            entry["note"] = f"{entry['note']}; {note}" if "note" in entry else note
+        entries.append(entry)
     return entries
 
 
@@ -176,9 +258,14 @@ def machine() -> dict:
             if line.startswith("model name"):
                 cpu_model = line.split(":", 1)[1].strip()
                 break
-    return {"cpus": os.cpu_count(), "cpu_model": cpu_model, "memory_gib": round(memory_kib / 2**20, 1),
-            "kernel": platform.release(), "python": platform.python_version(),
-            "shared": "CPU shared with other jobs; per-measurement load averages are in raw/*.json"}
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "memory_gib": round(memory_kib / 2**20, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "shared": "CPU shared with other jobs; per-measurement load averages are in raw/*.json",
+    }
 
 
 def timeline_runs(raw_dir: Path) -> list[dict]:
@@ -200,8 +287,7 @@ def build(raw_dir: Path, profile_order: list[str], kubernetes_version: str) -> d
         if incident_raw.get("note"):
             incident["note"] = incident_raw["note"]
     else:
-        incident = {"pods": 110, "cluster_nodes": 1000, "cluster_pods": 30000, "own_seconds": None,
-                    "api_requests": None, "note": "not measured"}
+        incident = {"pods": 110, "cluster_nodes": 1000, "cluster_pods": 30000, "own_seconds": None, "api_requests": None, "note": "not measured"}
     results = {
         "kubernetes_version": kubernetes_version,
         "machine": machine(),

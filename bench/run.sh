@@ -1,7 +1,18 @@
 #!/usr/bin/env bash
 # make bench: every measurement of issue 5, then results.json, the plots and the page.
 #
-#   bench/run.sh            full run: 5 runs per profile and kind (1 h 29 min on 2 cores, measured 2026-11-23)
+#   bench/run.sh            full run: 20 runs per remediated row led by a shipped rulebook (node-watch.yml for the
+#                           heartbeat profiles, power-events.yml for power-event), 5 per unremediated row and 5 per
+#                           bench-watch row (the benchmark's own watch: a comparison row).
+#                           Duration: an ESTIMATE, not measured: about 4 hours on 2 cores. From the per-run wall
+#                           times of the 2026-11-23 full run (raw/timelines-*.json dates: kubernetes-default 139-152 s,
+#                           seed-001 105 s, balanced 110 s, fast 47-65 s, aggressive 39 s per remediated run; 360-416 s
+#                           per slow unremediated run; power-event 81 s) plus about 60 s per node-watch run (the
+#                           rulebook runs node-recover when the victim is back, node_recover_healthy_seconds 60, and the
+#                           next power-off waits for it; a fresh rulebook when a victim repeats: 5-20 s), the slowest
+#                           lab, ngbkubelet (kubernetes-default and fast), takes about 3 h, then the drill, incident and
+#                           cost parts about 45 min. A single node-watch-led fast run (a smoke, 2026-11-26, load average
+#                           20) took 81 s from its rulebook's start to its end, a first run with no node-recover to wait for.
 #   bench/run.sh --quick    smoke: one run each, 100 nodes, short windows
 #
 # 1. Failover timelines, in six private copies of the lab at once (bench/isolated-lab.sh), one per
@@ -47,11 +58,13 @@ trap cleanup EXIT INT TERM
 
 if $quick; then
   runs=1
+  rulebook_runs=1
   cost_args=(--nodes 100 --window 20)
   incident_runs=("--nodes 100 --pods 1000 --on-node 110"
                  "--nodes 100 --pods 1000 --on-node 110 --power-event")
 else
-  runs=5
+  runs=5            # unremediated and bench-watch rows
+  rulebook_runs=20  # the remediated rows through the shipped rulebooks (issue 23: p50 and p95 from 20 runs)
   cost_args=(--nodes 100 1000 --window 60)
   # The issue's cluster, then the same node in a cluster ten times smaller and a node with fewer
   # pods: the request count must follow the node's pods, not the cluster.
@@ -87,7 +100,7 @@ timelines() {  # lab profiles...  (the lab is taken down also when a run fails)
   NODEGUARD_LAB_REAL_KUBELET=$real_kubelet NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh up || status=$?
   if [ "$status" = 0 ]; then
     NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh run "$python" bench/timeline.py --profiles "$@" \
-      "${victim[@]}" --runs "$runs" --out "$out/raw/timelines-$lab.json" || status=$?
+      "${victim[@]}" --runs "$runs" --rulebook-runs "$rulebook_runs" --out "$out/raw/timelines-$lab.json" || status=$?
   fi
   NODEGUARD_BENCH_NAME=$lab bench/isolated-lab.sh down || true
   return "$status"

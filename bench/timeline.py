@@ -4,18 +4,26 @@ stopped.
 
     .venv/bin/python bench/timeline.py --profiles fast --runs 5 --out docs/benchmarks/raw/timelines.json
 
-Two kinds of run per profile:
+Three kinds of run per heartbeat profile (--kinds), each recorded with its `trigger`:
 - unremediated: nothing but Kubernetes. Records not_ready, unreachable_taint, endpoint_removed,
   deployment_replaced and statefulset_replaced_unremediated (given up after a cap).
-- remediated: the documented commands. Before a preset's remediated runs, tune-failover.yml
-  -e failover_preset=<preset> (it records the applied profile in the cluster); the reference profiles
-  are never tuned. Then playbooks/node-outage.yml -e outage_nodes=<node>, started as soon as the node
-  is NotReady, as an automation that reacts to the NotReady event would, with no timing variable: it
-  takes its NotReady wait from the applied profile (the preset's remediation.not_ready_seconds), else
-  the stock 60 s, and waits inside (node_outage_proof_timeout) until its proofs hold: that NotReady
-  time, a stale Lease and the BMC reading Off. Records statefulset_replaced (and the detection milestones).
-deployment_replaced is recorded from unremediated runs only: the out-of-service taint of a
-remediated run evicts the Deployment's pods early, which is another measurement.
+- remediated (trigger node-watch.yml): the documented commands only. Before a preset's remediated runs,
+  tune-failover.yml -e failover_preset=<preset> (it records the applied profile in the cluster); the reference
+  profiles are never tuned. A real ansible-rulebook runs extensions/eda/rulebooks/node-watch.yml with its shipped
+  variables file, the lab's kubeconfig and its workers allowed (bench/node_watch_chain.py, docs/eda.md "Node
+  watch"); the benchmark powers the victim off and only observes: the source's node-down -> the rulebook ->
+  node-outage, which takes its NotReady wait from the applied profile (the preset's
+  remediation.not_ready_seconds), else the stock 60 s, and waits (nodeguard_node_watch_proof_timeout) until its
+  proofs hold: that NotReady time, a stale Lease and the BMC reading Off. Every milestone is recorded, also
+  deployment_replaced (node-outage deletes the Deployment's pod too).
+- bench-watch (trigger bench-watch): a separate, labelled row for comparison: the benchmark's own watch starts
+  playbooks/node-outage.yml -e outage_nodes=<node> the moment the node is NotReady (no rulebook), with
+  node_outage_proof_timeout up to the cap. Records statefulset_replaced (and the detection milestones);
+  deployment_replaced is left out there (taken from unremediated runs only).
+
+Every remediated run keeps its phases whole (bench/phases.py): the event (NotReady, or the BMC's Off event), the
+rulebook's start-up, node-outage's start, its plan with each proof's whole message, the taint, the deletes, the
+detach and the replacement Ready.
 
 The victim is any worker that holds a web and a db pod, or the one --victim names (e.g. ng-worker4, the
 real-kubelet worker of a lab brought up with NODEGUARD_LAB_REAL_KUBELET=1): before each run the other
@@ -24,7 +32,7 @@ there, as the real-kubelet lab tests place the db pod. Each run records which ki
 ran (victim_kubelet: real or stand-in) and how old its last Lease renewal and last status heartbeat were
 at the power-off (what the NotReady time counts down from), and the other workers' at the same read.
 
-The event-led profiles (power-event) have one kind of run, event-led: the lab's Redfish BMC is
+The event-led profiles (power-event) have one kind of run (trigger power-events.yml): the lab's Redfish BMC is
 subscribed (EventService) to a real ansible-rulebook running extensions/eda/rulebooks/power-events.yml
 (tests/integration/eda/power_event_chain.py), and the power-off alone starts the failover: the BMC's
 ResourcePoweredOff event -> the rulebook -> node-outage with node_outage_power_event_time. Nothing is
@@ -54,8 +62,9 @@ sys.path.insert(0, str(REPO / "tests" / "integration" / "eda"))
 
 import lab_profile  # noqa: E402
 import lablib  # noqa: E402
+import phases  # noqa: E402
 import profiles  # noqa: E402
-from results import REAL_KUBELET, STAND_IN  # noqa: E402
+from results import BENCH_WATCH, NODE_WATCH, POWER_EVENTS, REAL_KUBELET, STAND_IN  # noqa: E402
 
 OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 INCIDENT = "failover.nodeguard.io/incident"
@@ -63,6 +72,9 @@ INCIDENT = "failover.nodeguard.io/incident"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 DETECTION = ("not_ready", "unreachable_taint", "endpoint_removed")
 UNREMEDIATED_GRACE = 30.0
+# What a profile's runs are: Kubernetes alone; node-outage started by the shipped node-watch.yml (the remediated row);
+# node-outage started by the benchmark's own watch at NotReady (a separate row, trigger bench-watch).
+KINDS = ("unremediated", "remediated", "bench-watch")
 # node-outage.yml keeps its lock Lease in this namespace; it does not create it.
 LOCK_NAMESPACE = "nodeguard-system"
 
@@ -156,8 +168,11 @@ def pods_to_move(pods: list[dict], victim: str) -> list[str]:
 
 
 def live_pods(core) -> list[dict]:
-    return [{"name": p.metadata.name, "app": (p.metadata.labels or {}).get("app"), "node": p.spec.node_name}
-            for p in core.list_namespaced_pod(lablib.NAMESPACE).items if p.metadata.deletion_timestamp is None]
+    return [
+        {"name": p.metadata.name, "app": (p.metadata.labels or {}).get("app"), "node": p.spec.node_name}
+        for p in core.list_namespaced_pod(lablib.NAMESPACE).items
+        if p.metadata.deletion_timestamp is None
+    ]
 
 
 def hold_web_and_db(core, victim: str) -> None:
@@ -171,8 +186,12 @@ def hold_web_and_db(core, victim: str) -> None:
         lablib.kubectl("cordon", worker)
     try:
         lablib.kubectl("delete", "pod", "-n", lablib.NAMESPACE, *moves, "--wait=false")
-        lablib.wait_for(lambda: not pods_to_move(live_pods(core), victim) and lablib.workloads_ready(),
-                        timeout=300, interval=2, what=f"a web and a db pod Ready on {victim}")
+        lablib.wait_for(
+            lambda: not pods_to_move(live_pods(core), victim) and lablib.workloads_ready(),
+            timeout=300,
+            interval=2,
+            what=f"a web and a db pod Ready on {victim}",
+        )
     finally:
         for worker in others:
             lablib.kubectl("uncordon", worker, check=False)
@@ -201,8 +220,11 @@ def heartbeat_ages(core, victim: str, power_off_wall: float) -> dict:
             ready = next((c for c in node.status.conditions or [] if c.type == "Ready"), None)
             stamps = {"lease_s": renewed.get(name), "status_s": ready.last_heartbeat_time if ready else None}
             ages[name] = {field: None if stamp is None else round(at - stamp.timestamp(), 2) for field, stamp in stamps.items()}
-    return {"lease_renewed_before_power_off": ages[victim]["lease_s"], "heartbeats_at_power_off": ages,
-            "heartbeats_read_after_power_off_s": round(read_wall - power_off_wall, 2)}
+    return {
+        "lease_renewed_before_power_off": ages[victim]["lease_s"],
+        "heartbeats_at_power_off": ages,
+        "heartbeats_read_after_power_off_s": round(read_wall - power_off_wall, 2),
+    }
 
 
 def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: list, taint_seen: dict) -> list[Watcher]:
@@ -217,8 +239,7 @@ def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: li
                 marks.mark("not_ready")
             if any(t.key == UNREACHABLE and t.effect == "NoExecute" for t in node.spec.taints or []):
                 marks.mark("unreachable_taint")
-            if marks.t0 is not None and "node_ready" not in taint_seen \
-                    and any(t.key == OUT_OF_SERVICE for t in node.spec.taints or []):
+            if marks.t0 is not None and "node_ready" not in taint_seen and any(t.key == OUT_OF_SERVICE for t in node.spec.taints or []):
                 # The first version of the Node that carries the taint: was it still Ready then?
                 taint_seen["node_ready"] = _ready(node.status.conditions)
                 marks.mark("out_of_service_taint")
@@ -237,15 +258,13 @@ def start_watchers(victim: str, baseline: dict, marks: Milestones, disturbed: li
             new_web.add(pod.metadata.uid)
             if len(new_web) >= baseline["web_on_victim"]:
                 marks.mark("deployment_replaced")
-        if app == "db" and ready and pod.metadata.name in baseline["db"] \
-                and pod.metadata.uid != baseline["db"][pod.metadata.name]:
+        if app == "db" and ready and pod.metadata.name in baseline["db"] and pod.metadata.uid != baseline["db"][pod.metadata.name]:
             marks.mark("statefulset_replaced")
 
     new_web: set[str] = set()
     watchers = [
         Watcher(core.list_node, on_node),
-        Watcher(discovery.list_namespaced_endpoint_slice, on_slice, namespace=lablib.NAMESPACE,
-                label_selector="kubernetes.io/service-name=web"),
+        Watcher(discovery.list_namespaced_endpoint_slice, on_slice, namespace=lablib.NAMESPACE, label_selector="kubernetes.io/service-name=web"),
         Watcher(core.list_namespaced_pod, on_pod, namespace=lablib.NAMESPACE),
     ]
     for watcher in watchers:
@@ -274,13 +293,24 @@ def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, dead
         # No timing variable: the wait is the applied profile's, as for a user (the run prints its source).
         timings = {"outage_nodes": victim, "node_outage_proof_timeout": max(1, int(deadline - started))}
         result = subprocess.run(
-            [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lablib.STATE / "inventory.yml"),
-             str(REPO / "playbooks" / "node-outage.yml"), "-e", json.dumps(timings)],
-            capture_output=True, text=True, cwd=REPO, env=env, check=False)
-        attempts.append({"started_s": round(started - marks.t0, 1), "seconds": round(time.monotonic() - started, 1),
-                         "rc": result.returncode})
-        log["timing"] = next((line.strip(" -'\"") for line in result.stdout.splitlines() if "not_ready_seconds=" in line), "")
-        log["proofs"] = next((line.strip(" -'\"") for line in result.stdout.splitlines() if "proofs: [" in line), "")
+            [
+                str(REPO / ".venv" / "bin" / "ansible-playbook"),
+                "-i",
+                str(lablib.STATE / "inventory.yml"),
+                str(REPO / "playbooks" / "node-outage.yml"),
+                "-e",
+                json.dumps(timings),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            check=False,
+        )
+        attempts.append({"started_s": round(started - marks.t0, 1), "seconds": round(time.monotonic() - started, 1), "rc": result.returncode})
+        # node-outage's plan (its timing, every proof, each step) and outcome, every message whole
+        log["plan"] = phases.task_messages(result.stdout, phases.PLAN_TASK)
+        log["outcome"] = phases.task_messages(result.stdout, phases.OUTCOME_TASK)
         if result.returncode == 0:
             break
         log["last_refusal"] = [line for line in result.stdout.splitlines() if "msg" in line][-3:]
@@ -293,9 +323,20 @@ def tune_like_a_user(preset: str) -> None:
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
     lablib.reset_lab(timeout=300)  # every node on and Ready: the tune touches all of them
     result = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(lablib.STATE / "inventory.yml"),
-         str(REPO / "playbooks" / "tune-failover.yml"), "-e", f"failover_preset={preset}"],
-        capture_output=True, text=True, cwd=REPO, env=env, check=False)
+        [
+            str(REPO / ".venv" / "bin" / "ansible-playbook"),
+            "-i",
+            str(lablib.STATE / "inventory.yml"),
+            str(REPO / "playbooks" / "tune-failover.yml"),
+            "-e",
+            f"failover_preset={preset}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        check=False,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"tune-failover.yml -e failover_preset={preset} failed:\n{result.stdout[-3000:]}")
     print(f"timeline: tune-failover.yml -e failover_preset={preset}: ok", flush=True)
@@ -303,8 +344,9 @@ def tune_like_a_user(preset: str) -> None:
 
 
 def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None, victim: str | None = None) -> dict:
-    """One power-off. chains (an event-led run): gives the power-event chain for the victim; the
-    power-off alone must lead to the failover. victim: this worker, made to hold a web and a db pod."""
+    """One power-off. chains (a rulebook-led run): gives the rulebook chain (power-events.yml or node-watch.yml) for
+    the victim; the power-off alone must lead to the failover. remediated without chains: the benchmark's own
+    watch starts node-outage at NotReady (trigger bench-watch). victim: this worker, made to hold a web and a db pod."""
     core = lablib.core()
     lablib.reset_lab(timeout=300)
     if victim:
@@ -336,8 +378,7 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None, vic
     wanted = DETECTION + (("statefulset_replaced",) if remediated else ("deployment_replaced", "statefulset_replaced"))
     remediation = None
     if remediated and not chain:
-        remediation = threading.Thread(target=run_remediation, daemon=True,
-                                       args=(victim, remediation_not_ready_seconds(profile), marks, deadline, log))
+        remediation = threading.Thread(target=run_remediation, daemon=True, args=(victim, remediation_not_ready_seconds(profile), marks, deadline, log))
         remediation.start()
     if chain:
         # Every milestone, in whatever order they come (not_ready may follow the replacement), and the end of
@@ -359,27 +400,52 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None, vic
     for watcher in watchers:
         watcher.stop()
     seen = dict(marks.seen)
-    if chain:
+    log.update(power_off_at=datetime.fromtimestamp(power_off_wall, UTC).isoformat(timespec="milliseconds"))
+    if remediated or chain:
+        # node-outage's incident record: its steps (prove, taint, delete-pods, detach-volumes, ...) with their times.
+        # The Lease proof can hold renew interval + margin after the last renewal (lease_renewed_before_power_off),
+        # so that phase explains much of a run's time to the taint.
         annotations = core.read_node(victim).metadata.annotations or {}
         record = json.loads(annotations.get(INCIDENT, "{}"))
-        # The Lease proof can hold renew interval + margin after the last renewal (lease_renewed_before_power_off),
-        # so that phase explains much of an event-led run's time to the taint.
-        log.update(power_off_at=datetime.fromtimestamp(power_off_wall, UTC).isoformat(timespec="milliseconds"))
-        log.update(trigger="power-event", taint_while_ready=taint_seen.get("node_ready"),
-                   rulebook_startup_seconds=chain.startup_seconds, **chain.run_report(victim),
-                   incident_record={key: record.get(key) for key in ("trigger", "power_event", "steps")})
+        log.update(
+            incident_record={key: record.get(key) for key in ("trigger", "power_event", "steps")},
+            steps_s=phases.step_seconds(record.get("steps"), log["power_off_at"]),
+            taint_while_ready=taint_seen.get("node_ready"),
+        )
+    if chain:
+        log.update(trigger=chains.trigger, rulebook_startup_seconds=chain.startup_seconds, **chain.run_report(victim))
+        text = chain.run_log()
+        log.update(plan=phases.task_messages(text, phases.PLAN_TASK), outcome=phases.task_messages(text, phases.OUTCOME_TASK))
+        if getattr(chain, "idle_wait_seconds", None) is not None:
+            log["rulebook_idle_wait_seconds"] = chain.idle_wait_seconds  # the last victim's node-recover, before power-off
     elif not remediated:
         seen["statefulset_replaced_unremediated"] = seen.pop("statefulset_replaced", None)
     else:
+        log["trigger"] = BENCH_WATCH
         seen.pop("deployment_replaced", None)
-    result = {"profile": profile, "remediated": remediated, "victim": victim, "victim_kubelet": kubelet_kind(victim),
-              "cap_s": cap_seconds,
-              "milestones": seen, "disturbed": sorted(set(disturbed)), "load_average_1m": round(os.getloadavg()[0], 2),
-              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **log}
-    kind = "event-led" if chain else ("remediated" if remediated else "unremediated")
-    print(f"timeline: {profile} {kind} on {victim} ({result['victim_kubelet']} kubelet): {seen}"
-          f"{' taint while Ready: ' + str(taint_seen.get('node_ready')) if chain else ''}"
-          f"{' DISTURBED ' + str(disturbed) if disturbed else ''}", flush=True)
+    if remediated or chain:
+        log["proofs_whole"] = phases.proofs(log.get("plan") or [])
+    result = {
+        "profile": profile,
+        "remediated": remediated,
+        "victim": victim,
+        "victim_kubelet": kubelet_kind(victim),
+        "cap_s": cap_seconds,
+        "milestones": seen,
+        "disturbed": sorted(set(disturbed)),
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        **log,
+    }
+    if remediated or chain:
+        result["phases"] = phases.breakdown(result)
+    kind = log.get("trigger", "unremediated")
+    print(
+        f"timeline: {profile} {kind} on {victim} ({result['victim_kubelet']} kubelet): {seen}"
+        f"{' taint while Ready: ' + str(taint_seen.get('node_ready')) if chain else ''}"
+        f"{' DISTURBED ' + str(disturbed) if disturbed else ''}",
+        flush=True,
+    )
     return result
 
 
@@ -405,24 +471,41 @@ def cap_for(profile: str, remediated: bool) -> float:
     return max(90.0, 2 * expected)
 
 
-class Chains:
-    """The power-event chain (ansible-rulebook + the BMCs' subscriptions) of the event-led runs. The rulebook
-    acts at most once per node in 30 minutes (its cool-down), so a victim it has already seen gets a fresh
-    chain, as if the benchmark were 30 minutes later."""
+def power_event_chain(workdir: Path, workers: list[str], inventory_vars: dict):
+    """power-events.yml, the lab BMCs subscribed (tests/integration/eda/power_event_chain.py)."""
+    from power_event_chain import PowerEventChain
 
-    def __init__(self, workdir: Path, log_out: Path, node_outage_vars: dict | None = None) -> None:
-        self.workdir, self.log_out, self.node_outage_vars = workdir, log_out, node_outage_vars or {}
+    return PowerEventChain(workdir, workers, inventory_vars=inventory_vars)
+
+
+def node_watch_chain(workdir: Path, workers: list[str], inventory_vars: dict):
+    """node-watch.yml against the lab's apiserver (bench/node_watch_chain.py)."""
+    from node_watch_chain import NodeWatchChain
+
+    return NodeWatchChain(workdir, workers, inventory_vars=inventory_vars, kubeconfig=lablib.kubeconfig())
+
+
+# trigger (recorded in each run, results.json's `trigger`) -> how its chain is started
+CHAIN_STARTERS = {POWER_EVENTS: power_event_chain, NODE_WATCH: node_watch_chain}
+
+
+class Chains:
+    """The rulebook chain of the rulebook-led runs (ansible-rulebook with a shipped rulebook, and for power-events.yml
+    the BMCs' subscriptions). Both rulebooks act at most once per node in 30 minutes after a run that tainted it (their
+    cool-down), so a victim the chain has already seen gets a fresh chain, as if the benchmark were 30 minutes later."""
+
+    def __init__(self, workdir: Path, log_out: Path, trigger: str, node_outage_vars: dict | None = None) -> None:
+        self.workdir, self.log_out, self.trigger = workdir, log_out, trigger
+        self.start_chain, self.node_outage_vars = CHAIN_STARTERS[trigger], node_outage_vars or {}
         self.chain, self.seen, self.started = None, set(), 0
 
     def for_victim(self, victim: str):
-        from power_event_chain import PowerEventChain
-
         if self.chain is None or victim in self.seen:
             self.stop()
             self.started += 1
             workdir = self.workdir / f"chain-{self.started}"
             workdir.mkdir()
-            self.chain = PowerEventChain(workdir, lablib.worker_names(), inventory_vars=self.node_outage_vars)
+            self.chain = self.start_chain(workdir, lablib.worker_names(), self.node_outage_vars)
             self.seen = set()
         self.seen.add(victim)
         return self.chain
@@ -437,16 +520,22 @@ class Chains:
                 self.chain = None
 
 
-def event_led_runs(profile: str, runs: int, results: list, out: Path, node_outage_vars: dict | None = None,
-                   victim: str | None = None) -> list:
-    """runs event-led runs (see Chains); the rulebook's log (token redacted) goes next to out. node_outage_vars:
-    inventory variables for the rulebook's node-outage runs (a variant; recorded in each run). victim: as one_run's."""
+def rulebook_log_name(profile: str, trigger: str) -> str:
+    """rulebook-power-event.log (as before), rulebook-fast-node-watch.log, ..."""
+    stem = trigger.removesuffix(".yml")
+    return f"rulebook-{profile}.log" if trigger == POWER_EVENTS else f"rulebook-{profile}-{stem}.log"
+
+
+def rulebook_led_runs(profile: str, trigger: str, runs: int, results: list, out: Path, node_outage_vars: dict | None = None, victim: str | None = None) -> list:
+    """runs rulebook-led runs (see Chains) with the rulebook named by trigger; the rulebook's log (token redacted) goes
+    next to out. node_outage_vars: inventory variables for the rulebook's node-outage runs (a variant; recorded in each
+    run). victim: as one_run's."""
     import tempfile
 
-    log_out = out.parent / f"rulebook-{profile}.log"
+    log_out = out.parent / rulebook_log_name(profile, trigger)
     log_out.unlink(missing_ok=True)
-    with tempfile.TemporaryDirectory(prefix="ngpev-") as workdir:
-        chains = Chains(Path(workdir), log_out, node_outage_vars)
+    with tempfile.TemporaryDirectory(prefix="ngrbl-") as workdir:
+        chains = Chains(Path(workdir), log_out, trigger, node_outage_vars)
         try:
             for _run in range(runs):
                 result = one_run(profile, True, cap_for(profile, True), chains=chains, victim=victim)
@@ -461,16 +550,35 @@ def event_led_runs(profile: str, runs: int, results: list, out: Path, node_outag
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", nargs="+", default=list(profiles.ALL_PROFILES))
-    parser.add_argument("--runs", type=int, default=5, help="unremediated and remediated runs per profile")
-    parser.add_argument("--slow-runs", type=int, default=None,
-                        help="runs for profiles whose eviction waits the default 300s (kubernetes-default, seed-001)")
-    parser.add_argument("--kinds", nargs="+", default=["unremediated", "remediated"])
-    parser.add_argument("--victim", help="power off this worker in every run (it is made to hold a web and a db pod "
-                                         "first), e.g. ng-worker4, the real-kubelet worker; default: any worker that holds both")
+    parser.add_argument("--runs", type=int, default=5, help="unremediated and bench-watch runs per profile")
+    parser.add_argument(
+        "--rulebook-runs",
+        type=int,
+        default=None,
+        help="rulebook-led runs per profile (remediated through node-watch.yml, power-event through power-events.yml); default: --runs",
+    )
+    parser.add_argument("--slow-runs", type=int, default=None, help="runs for profiles whose eviction waits the default 300s (kubernetes-default, seed-001)")
+    parser.add_argument(
+        "--kinds",
+        nargs="+",
+        default=list(KINDS),
+        choices=KINDS,
+        help="unremediated: Kubernetes alone; remediated: node-watch.yml starts node-outage (the shipped "
+        "heartbeat trigger); bench-watch: the benchmark's own watch starts it at NotReady",
+    )
+    parser.add_argument(
+        "--victim",
+        help="power off this worker in every run (it is made to hold a web and a db pod "
+        "first), e.g. ng-worker4, the real-kubelet worker; default: any worker that holds both",
+    )
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--node-outage-vars", type=json.loads, default=None,
-                        help='event-led runs: inventory variables for node-outage, as JSON (a variant, e.g. '
-                             '\'{"node_outage_lease_margin_seconds": 2}\'); recorded in each run')
+    parser.add_argument(
+        "--node-outage-vars",
+        type=json.loads,
+        default=None,
+        help="rulebook-led runs: inventory variables for node-outage, as JSON (a variant, e.g. "
+        "'{\"node_outage_lease_margin_seconds\": 2}'); recorded in each run",
+    )
     args = parser.parse_args()
     results = json.loads(args.out.read_text()) if args.out.exists() else []
     original = {c: lablib.read_manifest(c) for c in lab_profile.MANAGED_FLAGS}
@@ -484,13 +592,19 @@ def main() -> int:
             print(f"timeline: profile {profile} applied: {applied}", flush=True)
             slow = profile in profiles.REFERENCE_PROFILES
             runs = args.slow_runs if (slow and args.slow_runs is not None) else args.runs
+            rulebook_runs = args.rulebook_runs if args.rulebook_runs is not None else runs
             if profile in profiles.EVENT_LED_PROFILES:
-                results = event_led_runs(profile, runs, results, args.out, args.node_outage_vars, args.victim)
+                results = rulebook_led_runs(profile, POWER_EVENTS, rulebook_runs, results, args.out, args.node_outage_vars, args.victim)
                 continue
+            tuned = False
             for kind in args.kinds:
-                remediated = kind == "remediated"
-                if remediated and profile in profiles.PRESETS:
+                remediated = kind != "unremediated"
+                if remediated and profile in profiles.PRESETS and not tuned:
                     tune_like_a_user(profile)
+                    tuned = True
+                if kind == "remediated":
+                    results = rulebook_led_runs(profile, NODE_WATCH, rulebook_runs, results, args.out, args.node_outage_vars, args.victim)
+                    continue
                 for _run in range(runs):
                     results.append(one_run(profile, remediated, cap_for(profile, remediated), victim=args.victim))
                     args.out.parent.mkdir(parents=True, exist_ok=True)

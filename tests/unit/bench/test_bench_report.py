@@ -92,3 +92,37 @@ def test_the_comparison_puts_the_rows_side_by_side_and_the_main_table_keeps_the_
 
 def test_without_real_kubelet_runs_the_section_says_not_measured():
     assert report.kubelet_comparison_lines({"timelines": [row("fast", "not_ready", 4.0, 3.0, 5.0)]}, [])[0].startswith("Not measured")
+
+
+def trow(profile, metric, median, trigger, p95=None, runs=3):
+    return {"profile": profile, "trigger": trigger, "metric": metric, "median_s": median, "p50_s": median,
+            "p95_s": p95 if p95 is not None else median, "min_s": median, "max_s": p95 or median, "runs": runs}
+
+
+def test_a_column_per_profile_and_trigger_and_the_shipped_trigger_stands_for_the_profile():
+    results = {"timelines": [trow("fast", "not_ready", 4.0, "none"),
+                             trow("fast", "not_ready", 4.5, "node-watch.yml"),
+                             trow("fast", "statefulset_replaced", 24.0, "node-watch.yml", p95=27.0, runs=20),
+                             trow("fast", "not_ready", 4.2, "bench-watch"),
+                             trow("fast", "statefulset_replaced", 31.0, "bench-watch")]}
+    lines = report.timeline_table(results)
+    assert lines[0] == "| metric | fast | fast · node-watch.yml | fast · bench-watch |"
+    assert "| `statefulset_replaced` | not measured | 24 (p95 27, 24-27, n=20) | 31 (p95 31, 31-31, n=3) |" in lines
+    # the model table and the targets read the shipped rulebook's row, never the benchmark's own watch
+    lookup = report.timeline_lookup(results)
+    assert lookup[("fast", "statefulset_replaced")]["trigger"] == "node-watch.yml"
+    assert report.measured_trigger(lookup[("fast", "statefulset_replaced")]) == "node-watch.yml"
+    # rows of a results.json from before `trigger` stay readable
+    assert report.timeline_lookup({"timelines": [{k: v for k, v in trow("fast", "not_ready", 4.0, "x").items()
+                                                  if k != "trigger"}]})[("fast", "not_ready")]["median_s"] == 4.0
+
+
+def test_every_remediated_run_has_its_phases_on_the_page():
+    runs = [{"profile": "fast", "remediated": True, "trigger": "node-watch.yml",
+             "phases": {"event_s": 4.6, "rulebook_startup_s": 5.1, "run_start_s": 6.0, "prove_end_s": 25.8, "proofs": ["p"],
+                        "taint_s": 26.0, "deletes_s": 26.1, "detach_s": 26.9, "replacement_ready_s": 28.0}},
+            {"profile": "fast", "remediated": False}]
+    lines = report.phase_table(runs)
+    assert len(lines) == 3
+    assert lines[2] == "| 1 | fast | node-watch.yml | 4.6 | 5.1 | 6 | 25.8 | 26 | 26.1 | 26.9 | 28 |"
+    assert report.phase_table([]) == ["Not measured."]

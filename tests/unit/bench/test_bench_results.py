@@ -18,24 +18,70 @@ def run(profile, remediated, milestones, cap=90.0, disturbed=(), attempts=None):
 OK = [{"rc": 2}, {"rc": 0}]
 
 
-def test_spread_is_median_min_max_of_observed_values():
-    assert results.spread([3.0, 1.0, 2.0, None]) == {"median_s": 2.0, "min_s": 1.0, "max_s": 3.0}
-    assert results.spread([1.0, 4.0]) == {"median_s": 2.5, "min_s": 1.0, "max_s": 4.0}
+def test_spread_is_median_percentiles_min_max_of_observed_values():
+    assert results.spread([3.0, 1.0, 2.0, None]) == {"median_s": 2.0, "p50_s": 2.0, "p95_s": 3.0, "min_s": 1.0, "max_s": 3.0}
+    # an even n: the median averages the middle two, the nearest-rank p50 is the lower one
+    assert results.spread([1.0, 4.0]) == {"median_s": 2.5, "p50_s": 1.0, "p95_s": 4.0, "min_s": 1.0, "max_s": 4.0}
 
 
 def test_spread_of_nothing_observed_is_null():
-    assert results.spread([None, None]) == {"median_s": None, "min_s": None, "max_s": None}
+    assert results.spread([None, None]) == {"median_s": None, "p50_s": None, "p95_s": None, "min_s": None, "max_s": None}
 
 
-def test_metrics_come_from_the_right_kind_of_run():
+def test_percentile_is_the_nearest_rank_an_observed_value_never_interpolated():
+    twenty = [float(v) for v in range(20, 0, -1)]  # 20.0 .. 1.0, unsorted
+    assert results.percentile(twenty, 95) == 19.0  # rank ceil(0.95 * 20) = 19
+    assert results.percentile(twenty, 50) == 10.0  # rank 10
+    assert results.percentile(twenty, 100) == 20.0
+    assert results.percentile(twenty[:19], 95) == 20.0  # 19 runs: rank ceil(18.05) = 19, the maximum
+    assert results.percentile([7.5], 95) == results.percentile([7.5], 50) == 7.5  # one run: that run
+    assert results.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 95) == 5.0  # small n: p95 is the maximum
+    assert results.percentile([1.0, 2.0, 3.0, 4.0, 5.0], 50) == 3.0
+    with pytest.raises(ValueError):
+        results.percentile([], 95)
+    with pytest.raises(ValueError):
+        results.percentile([1.0], 0)
+
+
+def test_metrics_come_from_the_right_kind_of_run_one_row_per_trigger():
     runs = [
         run("fast", False, {"not_ready": 4.0, "deployment_replaced": 30.0, "statefulset_replaced_unremediated": None}),
         run("fast", True, {"not_ready": 6.0, "statefulset_replaced": 70.0}, attempts=OK),
     ]
-    entries = {e["metric"]: e for e in results.timeline_entries(runs, ["fast"])}
-    assert entries["not_ready"]["runs"] == 2 and entries["not_ready"]["median_s"] == 5.0
-    assert entries["deployment_replaced"]["runs"] == 1 and entries["deployment_replaced"]["median_s"] == 30.0
-    assert entries["statefulset_replaced"]["runs"] == 1 and entries["statefulset_replaced"]["median_s"] == 70.0
+    rows = results.timeline_entries(runs, ["fast"])
+    alone = {e["metric"]: e for e in rows if e["trigger"] == "none"}
+    watch = {e["metric"]: e for e in rows if e["trigger"] == "bench-watch"}  # remediated, recorded before `trigger`
+    assert alone["not_ready"]["runs"] == 1 and alone["not_ready"]["median_s"] == 4.0
+    assert watch["not_ready"]["runs"] == 1 and watch["not_ready"]["median_s"] == 6.0
+    assert alone["deployment_replaced"]["runs"] == 1 and alone["deployment_replaced"]["median_s"] == 30.0
+    assert "deployment_replaced" not in watch and "statefulset_replaced" not in alone
+    assert watch["statefulset_replaced"]["runs"] == 1 and watch["statefulset_replaced"]["median_s"] == 70.0
+
+
+def node_watch_run(milestones, cap=90.0):
+    return {**run("fast", True, milestones, cap=cap), "trigger": "node-watch.yml"}
+
+
+def test_node_watch_runs_are_a_row_of_their_own_beside_the_bench_watch_row():
+    runs = [node_watch_run({"not_ready": 4.0, "deployment_replaced": 20.0, "statefulset_replaced": 24.0}),
+            node_watch_run({"not_ready": 5.0, "deployment_replaced": 21.0, "statefulset_replaced": None}),
+            {**run("fast", True, {"not_ready": 4.5, "statefulset_replaced": 31.0}, attempts=OK), "trigger": "bench-watch"}]
+    rows = results.timeline_entries(runs, ["fast"])
+    by = {(e["trigger"], e["metric"]): e for e in rows}
+    assert {e["trigger"] for e in rows} == {"node-watch.yml", "bench-watch"}
+    shipped = by[("node-watch.yml", "statefulset_replaced")]
+    # rulebook-led: a run whose failover never came is counted (not reached), not left out
+    assert shipped["runs"] == 2 and shipped["median_s"] == 24.0 and "1 of 2" in shipped["note"]
+    assert by[("node-watch.yml", "deployment_replaced")]["median_s"] == 20.5  # node-outage deletes it too
+    assert by[("bench-watch", "statefulset_replaced")]["median_s"] == 31.0
+    assert ("bench-watch", "deployment_replaced") not in by
+
+
+def test_run_trigger_names_the_rulebook_file_also_for_runs_recorded_before():
+    assert results.run_trigger({"remediated": True, "trigger": "power-event"}) == "power-events.yml"
+    assert results.run_trigger({"remediated": True, "trigger": "node-watch.yml"}) == "node-watch.yml"
+    assert results.run_trigger({"remediated": True}) == "bench-watch"
+    assert results.run_trigger({"remediated": False}) == "none"
 
 
 def event_led_run(milestones, cap=90.0):
@@ -81,8 +127,11 @@ def test_disturbed_runs_and_failed_playbooks_are_left_out():
         run("fast", False, {"not_ready": 4.0}),
         run("fast", True, {"not_ready": 5.0}, attempts=[{"rc": 2}]),
     ]
-    entries = {e["metric"]: e for e in results.timeline_entries(runs, ["fast"])}
-    assert entries["not_ready"]["runs"] == 2 and entries["not_ready"]["max_s"] == 5.0
+    rows = results.timeline_entries(runs, ["fast"])
+    entries = {e["metric"]: e for e in rows if e["trigger"] == "none"}
+    assert entries["not_ready"]["runs"] == 1 and entries["not_ready"]["max_s"] == 4.0
+    entries = {e["metric"]: e for e in rows if e["trigger"] == "bench-watch"}
+    assert entries["not_ready"]["max_s"] == 5.0
     assert entries["statefulset_replaced"]["runs"] == 0
     assert "never succeeded" in entries["statefulset_replaced"]["note"]
 
@@ -149,3 +198,19 @@ def test_real_kubelet_rows_validate_and_keep_their_notes(tmp_path):
     unremediated = next(e for e in built["timelines"] if e["metric"] == "statefulset_replaced_unremediated")
     assert unremediated["kubelet"] == "real" and "never happened" in unremediated["note"]
     assert not [e for e in built["timelines"] if "kubelet" not in e]
+
+
+def test_every_timeline_row_names_its_trigger_and_percentiles_and_the_schema_requires_them(tmp_path):
+    (tmp_path / "timelines.json").write_text(json.dumps(
+        [run("fast", False, {"not_ready": 4.0}), node_watch_run({"not_ready": 5.0, "statefulset_replaced": 24.0})]))
+    built = results.build(tmp_path, ["fast"], "1.37.2")
+    assert all({"trigger", "p50_s", "p95_s", "median_s", "min_s", "max_s", "runs"} <= set(e) for e in built["timelines"])
+    document = {**built, "timelines": [{k: v for k, v in built["timelines"][0].items() if k != "trigger"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, results.SCHEMA)
+    document = {**built, "timelines": [{k: v for k, v in built["timelines"][0].items() if k != "p95_s"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, results.SCHEMA)
+    document = {**built, "timelines": [{**built["timelines"][0], "trigger": "alert"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, results.SCHEMA)

@@ -1,0 +1,89 @@
+"""The phase breakdown of one remediated run, kept whole (issue 23 item 2): what node-outage printed (its plan,
+every proof's whole message, its outcome) and when each of its steps ran, in seconds after the power-off.
+
+node-outage prints its plan and outcome with the repository's YAML callback (ansible.cfg), as in:
+
+    TASK [nodeguard.failover.node_outage : Show the plan | ng-worker1] ***
+    ok: [localhost] =>
+        msg:
+        - 'timing: not_ready_seconds=60 (stock), ...'
+        - 'prove | done | lease-silent: OK (...); power-off: OK (...)'
+
+A message can span several lines; the YAML block is parsed, so every message is kept whole (the benchmark
+used to keep only the first line of the proofs).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+import yaml
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+# The two tasks of the node_outage role whose messages a run keeps.
+PLAN_TASK, OUTCOME_TASK = "Show the plan", "Show the outcome"
+
+
+def task_messages(output: str, task: str) -> list[str]:
+    """The msg list of the last run of `task` in an ansible-playbook (or ansible-rulebook) output; [] if absent."""
+    lines = ANSI.sub("", output).splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("TASK [") and f": {task}" in line]
+    if not starts:
+        return []
+    block = []
+    for line in lines[starts[-1] + 2 :]:  # the TASK line, then "ok: [localhost] =>"
+        if not line.startswith("    "):
+            break
+        block.append(line[4:])
+    try:
+        parsed = yaml.safe_load("\n".join(block)) or {}
+    except yaml.YAMLError:
+        return []
+    messages = parsed.get("msg") if isinstance(parsed, dict) else None
+    if isinstance(messages, str):
+        return [messages]
+    return [str(m) for m in messages] if isinstance(messages, list) else []
+
+
+def proofs(plan: list[str]) -> list[str]:
+    """The plan's proof line(s), whole: `prove | done | lease-silent: OK (...); power-off: OK (...)`."""
+    return [line for line in plan if line.startswith("prove |")]
+
+
+def step_seconds(steps: dict | None, power_off_at: str | None) -> dict:
+    """The incident record's steps (wall-clock start/end, whole seconds, written by node-outage) as seconds after
+    the power-off (the benchmark's wall clock at its power-off; the lab's containers share the host's clock). Only
+    for reporting the phases: nothing is decided from this difference."""
+    if not steps or not power_off_at:
+        return {}
+    zero = datetime.fromisoformat(power_off_at)
+    out = {}
+    for name, step in steps.items():
+        entry = {"outcome": step.get("outcome")}
+        for edge in ("start", "end"):
+            stamp = step.get(edge)
+            if stamp:
+                entry[f"{edge}_s"] = round((datetime.fromisoformat(stamp.replace("Z", "+00:00")) - zero).total_seconds(), 1)
+        out[name] = entry
+    return out
+
+
+def breakdown(run: dict) -> dict:
+    """One run's phases in order, seconds after the power-off (None: not seen): the trigger's event (the BMC's
+    Off event, or NotReady for a heartbeat trigger), the rulebook's start-up (seconds it took, before the
+    power-off), node-outage's start, the proof step, the taint, the deletes, the detach, the replacement Ready."""
+    milestones = run.get("milestones", {})
+    steps = run.get("steps_s") or {}
+    event = milestones.get("event_received", milestones.get("not_ready"))
+    return {
+        "event_s": event,
+        "rulebook_startup_s": run.get("rulebook_startup_seconds"),
+        "run_start_s": milestones.get("playbook_started", (run.get("playbook_attempts") or [{}])[0].get("started_s")),
+        "prove_end_s": steps.get("prove", {}).get("end_s"),
+        "proofs": run.get("proofs_whole") or [],
+        "taint_s": milestones.get("out_of_service_taint"),
+        "deletes_s": steps.get("delete-pods", {}).get("end_s"),
+        "detach_s": steps.get("detach-volumes", {}).get("end_s"),
+        "replacement_ready_s": milestones.get("statefulset_replaced"),
+    }
