@@ -4,7 +4,8 @@ Usage: .venv/bin/python scripts/render-role-options.py [--check]
 The roles node_outage and node_recover pass each option of their module (plugins/module_utils/incident/args.py,
 documented by the doc fragment of the module's name) as the role variable <role>_<option>. This script rewrites,
 in each role, the block between GENERATED_START and GENERATED_END of meta/argument_specs.yml (the options: their
-description, type and default) and of defaults/main.yml (the default values); every other byte stays.
+description, type and default), of defaults/main.yml (the default values) and of tasks/node.yml (the module call's
+options, each from its role variable); every other byte stays.
 --check rewrites nothing and exits 1 naming what is out of date (tests/unit/roles/test_role_options.py runs it).
 scripts/render-docs.sh runs this first, so the role pages in docs/modules render what it writes.
 """
@@ -101,6 +102,32 @@ def defaults_block(role: str) -> list:
     return _dump({f"{role}_{name}": spec.get("default") for name, spec, _doc in ROLES[role][1]}, 0)
 
 
+def _module_arg(role: str, name: str, spec: dict) -> str:
+    """The value tasks/node.yml passes for option `name`: the role variable, as it is.
+
+    An option without a default is left out (omit) while its variable is null or empty, so the module decides (a
+    generated job id, the applied profile's timing, the heartbeat path). Why this one rule for all of them:
+    - ansible-core 2.19 passes a null role variable to the module as None (the option unset), but 2.16-2.18
+      (meta/runtime.yml allows them) render "{{ null }}" as '', which an int option refuses: omit it explicitly.
+    - '' must be omitted too: power_event_time '' would be refused as "not an RFC 3339 time" (the role omitted it
+      before), job_id '' is the generated id either way, and an int variable '' fails the role's argument_specs.
+    - 0 and false must be passed: not_ready_seconds 0 and lease_margin_seconds 0 are explicit values (no wait),
+      not "use the profile". (`in [none, '']` is false for 0 and false, since 0 == '' is false in Jinja too.)
+    The one change from the hand-written lines: 0 or false in a str variable (job_id, power_event_time), which the
+    role dropped, now reaches the module as the string the role's argument_specs read it as: a job named "0", or a
+    power_event_time refused as not a time (nothing changed).
+    """
+    variable = f"{role}_{name}"
+    if "default" in spec:
+        return f'{name}: "{{{{ {variable} }}}}"'
+    return f"{name}: \"{{{{ omit if {variable} in [none, ''] else {variable} }}}}\""
+
+
+def module_args_block(role: str) -> list:
+    """The module call's options in tasks/node.yml, indented as its module-args mapping."""
+    return [" " * 4 + _module_arg(role, name, spec) for name, spec, _doc in ROLES[role][1]]
+
+
 def with_block(text: str, block: list, where: str) -> str:
     """text with the lines between the two markers (same indent as the marker) replaced by block."""
     lines = text.split("\n")
@@ -117,6 +144,7 @@ def targets():
         for path, block in (
             (f"roles/{role}/meta/argument_specs.yml", argument_specs_block(role)),
             (f"roles/{role}/defaults/main.yml", defaults_block(role)),
+            (f"roles/{role}/tasks/node.yml", module_args_block(role)),
         ):
             with open(os.path.join(REPO, path), encoding="utf-8") as handle:
                 current = handle.read()

@@ -194,6 +194,19 @@ power_rechecks:
   returned: success
   type: list
   elements: dict
+plan_lines:
+  description:
+    - What the role prints as the plan; C(timing.detail), then one C(step | status | action) line per RV(plan) entry.
+  returned: success
+  type: list
+  elements: str
+summary:
+  description:
+    - What the role prints as the outcome; the message with the action (and the step it resumed from), the proofs'
+      details, the record's replacements (C(n/a) without a record).
+  returned: success
+  type: list
+  elements: str
 lock:
   description:
     - The node's lock as this run held it; C(lease), C(holder) (this run's identity), C(ttl_seconds),
@@ -235,6 +248,21 @@ def _unexpected(error: Exception, run, changed: bool) -> str:
     )
 
 
+def _plan_lines(timing: dict, plan: list) -> list:
+    """The plan as the role prints it: where the timing came from, then one line per step."""
+    return [timing["detail"]] + [f"{entry['step']} | {entry['status']} | {entry['action']}" for entry in plan]
+
+
+def _summary(result: dict) -> list:
+    """The outcome as the role prints it (lists and dicts as Python writes them, as Jinja did before)."""
+    resumed = f" from {result['resumed_from']}" if result["resumed_from"] else ""
+    return [
+        f"{result['message']} ({result['action']}{resumed})",
+        f"proofs: {[proof['detail'] for proof in result['proofs']]}",
+        f"replacements: {(result['record'] or {}).get('replacements', 'n/a')}",
+    ]
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
@@ -273,7 +301,7 @@ def main():
     result["lock"] = run.lock.report()  # after the release
     if run.lock.release_note:
         module.warn(run.lock.release_note)
-    module.exit_json(timing=timing, **result)
+    module.exit_json(timing=timing, plan_lines=_plan_lines(timing, result["plan"]), summary=_summary(result), **result)
 
 
 if __name__ == "__main__":

@@ -94,6 +94,12 @@ timeline_table:
   description: The timeline as a plain-text table.
   returned: always
   type: str
+summary:
+  description:
+    - What the role prints; the message, each check's detail, then the lines of RV(timeline_table).
+  returned: success
+  type: list
+  elements: str
 retryable:
   description:
     - On failure, whether trying again later may succeed, because the node is not back yet (not Ready long enough,
@@ -124,6 +130,11 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.power.readers i
 OPTIONS = RECOVER_ARGUMENT_SPEC
 
 
+def _summary(result: dict) -> list:
+    """What the role prints: the message, the checks, the timeline table line by line."""
+    return [result["message"]] + [check["detail"] for check in result["checks"]] + result["timeline_table"].split("\n")
+
+
 def main():
     module = AnsibleModule(argument_spec=dict(K8S_AUTH_ARGUMENT_SPEC, **POWER_ARGUMENT_SPEC, **OPTIONS), supports_check_mode=True)
     p = module.params
@@ -147,7 +158,7 @@ def main():
     result["lock"] = run.lock.report()  # after the release
     if run.lock.release_note:
         module.warn(run.lock.release_note)
-    module.exit_json(**result)
+    module.exit_json(summary=_summary(result), **result)
 
 
 if __name__ == "__main__":

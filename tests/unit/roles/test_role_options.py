@@ -1,8 +1,8 @@
 """The incident roles' module options are rendered from the modules' argument specs and doc fragments (issue 24).
 
-scripts/render-role-options.py writes the block of meta/argument_specs.yml and defaults/main.yml of node_outage
-and node_recover; these tests fail when a role file drifts from what it renders, and when tasks/node.yml does not
-pass each of those role variables to its module option.
+scripts/render-role-options.py writes the block of meta/argument_specs.yml, defaults/main.yml and tasks/node.yml of
+node_outage and node_recover; these tests fail when a role file drifts from what it renders, and when tasks/node.yml
+does not pass each of those role variables to its module option.
 """
 
 import importlib.util
@@ -12,6 +12,8 @@ import sys
 
 import pytest
 import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SCRIPT = os.path.join(REPO, "scripts", "render-role-options.py")
@@ -36,6 +38,16 @@ def test_a_changed_spec_default_is_drift(generator, monkeypatch):
     monkeypatch.setitem(generator.ROLES["node_outage"][1][-1][1], "default", 301)  # the spec entry itself; restored after
     stale = [path for path, current, wanted in generator.targets() if current != wanted]
     assert stale == ["roles/node_outage/meta/argument_specs.yml", "roles/node_outage/defaults/main.yml"]
+
+
+def test_a_new_spec_option_is_drift_in_every_role_file(generator, monkeypatch):
+    """One more option in the spec makes node.yml stale too: the module call must pass it."""
+    options = generator.ROLES["node_recover"][1] + [("settle_seconds", {"type": "int", "default": 5}, {"description": "x"})]
+    monkeypatch.setitem(generator.ROLES, "node_recover", ("node_recover", options))
+    stale = [path for path, current, wanted in generator.targets() if current != wanted]
+    assert stale == [f"roles/node_recover/{name}" for name in ("meta/argument_specs.yml", "defaults/main.yml", "tasks/node.yml")]
+    node_yml = [wanted for path, _current, wanted in generator.targets() if path.endswith("tasks/node.yml")][1]
+    assert '    settle_seconds: "{{ node_recover_settle_seconds }}"\n    # end of generated options' in node_yml
 
 
 def test_a_hand_edit_inside_the_block_is_drift(generator):
@@ -68,3 +80,28 @@ def test_node_yml_passes_each_role_variable_to_its_option(generator, role):
         assert variable in str(args.get(option)), (option, args.get(option))
     passed = {option for option in args if option not in ("node", "power")}
     assert passed == set(generator.role_variables(role).values())  # the connection comes from module_defaults
+
+
+def _module_args(role: str, variables: dict) -> dict:
+    """The module options node.yml passes, templated by ansible-core as a task's args are (omit drops a key)."""
+    with open(os.path.join(REPO, "roles", role, "tasks", "node.yml"), encoding="utf-8") as handle:
+        (args,) = [task[f"nodeguard.failover.{role}"] for task in yaml.safe_load(handle) if f"nodeguard.failover.{role}" in task]
+    args = {option: trust_as_template(value) for option, value in args.items() if option not in ("node", "power")}
+    return Templar(loader=DataLoader(), variables=variables).template(args)
+
+
+@pytest.mark.parametrize(("value", "passed"), [(None, False), ("", False), (0, True), (False, True), (90, True)])
+def test_an_option_without_default_is_omitted_only_when_null_or_empty(generator, value, passed):
+    """null and '' leave the option to the module (profile timing, generated job id, heartbeat path); 0 is an
+    explicit not_ready_seconds (no wait), never "use the profile"."""
+    variables = {variable: None for variable in generator.role_variables("node_outage")}
+    args = _module_args("node_outage", dict(variables, node_outage_not_ready_seconds=value))
+    assert ("not_ready_seconds" in args) == passed and args.get("not_ready_seconds", value) == value
+    args = _module_args("node_outage", dict(variables, node_outage_job_id=value, node_outage_power_event_time=value))
+    assert ("job_id" in args, "power_event_time" in args, "lease_margin_seconds" in args) == (passed, passed, False)
+
+
+def test_an_option_with_a_default_is_passed_as_it_is(generator):
+    variables = {variable: None for variable in generator.role_variables("node_recover")}
+    args = _module_args("node_recover", dict(variables, node_recover_healthy_seconds=0, node_recover_lock_namespace="ops"))
+    assert args["healthy_seconds"] == 0 and args["lock_namespace"] == "ops" and "job_id" not in args
