@@ -7,31 +7,21 @@ time: a component that refuses its configuration exits at once and its superviso
 and it answers "ok" on its health endpoint, and is still that same process after it answered. The checks
 run on the node; what the API server sees (a renewed Lease, a Ready node) is checked from the controller.
 
-Durations are measured on this node's monotonic clock. The reader of the process and the health endpoint
-are passed in, so tests give fakes.
+Durations are measured on this node's monotonic clock, by the collection's one poll loop and Clock
+(k8s/waiters.py). The reader of the process and the health endpoint are passed in, so tests give fakes.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock, wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers.flags import processes_with_flags
 
 
 class ComponentHealthError(NodeguardError):
     """The restarted component is not healthy; the message says what was seen."""
-
-
-class Clock:
-    """Monotonic seconds and a sleep; tests pass a fake that advances on sleep."""
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(seconds)
 
 
 @dataclass(frozen=True)
@@ -112,15 +102,16 @@ def check_same_process(label: str, read_process, first: ProcessState, when: str)
 
 def wait_until_ok(name: str, url: str, ask, timeout: float, interval: float = 2, clock: Clock | None = None) -> Answer:
     """Ask the health endpoint until it answers 200 "ok"; ComponentHealthError with its last answer after timeout s."""
-    clock = clock or Clock()
-    start = clock.monotonic()
-    while True:
+    answer = None
+
+    def answered_ok() -> bool:
+        nonlocal answer
         answer = ask(url)
-        if answer.ok():
-            return answer
-        if clock.monotonic() - start >= timeout:
-            raise ComponentHealthError(f"the {name} did not answer ok on {url} within {timeout:g} s ({answer.shown()})")
-        clock.sleep(interval)
+        return answer.ok()
+
+    if not wait_until(answered_ok, timeout, interval, clock):
+        raise ComponentHealthError(f"the {name} did not answer ok on {url} within {timeout:g} s ({answer.shown()})")
+    return answer
 
 
 def check(name: str, label: str, read_process, stable_seconds: float, url: str, ask, timeout: float, clock: Clock | None = None) -> dict:
@@ -159,16 +150,17 @@ def answers(name: str, url: str, ask, read_lines, flags: dict | None, timeout: f
     answer = wait_until_ok(name, url, ask, timeout, interval, clock) if url else None
     process = {}
     if read_lines is not None:
-        start = clock.monotonic()
-        while True:
+
+        def runs_with_flags() -> bool:
+            nonlocal process
             found = processes_with_flags(read_lines(), flags, name)
             if found:
                 process = {"main_pid": int(found[0][0]), "argv": found[0][1:]}
-                break
-            if clock.monotonic() - start >= timeout:
-                # The command lines are not quoted: they can carry secrets.
-                raise ComponentHealthError(f"no {name} process runs with the new flags within {timeout:g} s")
-            clock.sleep(interval)
+            return bool(found)
+
+        if not wait_until(runs_with_flags, timeout, interval, clock):
+            # The command lines are not quoted: they can carry secrets.
+            raise ComponentHealthError(f"no {name} process runs with the new flags within {timeout:g} s")
     return {"process": process, "answer": answer.body.strip() if answer else ""}
 
 

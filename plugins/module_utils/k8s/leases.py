@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock, wait_until
 
 
 @dataclass(frozen=True)
@@ -43,16 +43,17 @@ def wait_for_renewal(read, since: LeaseReading | None, timeout: float, interval:
     Returns renewed, the reading waited from, the last reading and the seconds waited (monotonic)."""
     clock = clock or Clock()
     start = clock.monotonic()
-    last = LeaseReading.of(read())
-    baseline = last if since is None else since
-    while True:
-        if renewed_since(baseline, last):
-            return _result(True, baseline, last, clock.monotonic() - start)
-        waited = clock.monotonic() - start
-        if waited >= timeout:
-            return _result(False, baseline, last, waited)
-        clock.sleep(min(interval, max(timeout - waited, 0.1)))
+    baseline, last = since, None
+
+    def renewed() -> bool:
+        nonlocal baseline, last
         last = LeaseReading.of(read())
+        if baseline is None:
+            baseline = last  # no reading given: wait from this wait's own first reading
+        return renewed_since(baseline, last)
+
+    done = wait_until(renewed, timeout, interval, clock)
+    return _result(done, baseline, last, clock.monotonic() - start)
 
 
 def _result(renewed: bool, baseline: LeaseReading, last: LeaseReading, waited: float) -> dict:
