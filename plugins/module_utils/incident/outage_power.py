@@ -41,6 +41,9 @@ class RenewingClock:
     def now(self) -> float:
         return self.clock.now()
 
+    def monotonic(self) -> float:
+        return self.clock.monotonic()
+
     def sleep(self, seconds: float) -> None:
         self.lock.renew()
         self.clock.sleep(seconds)

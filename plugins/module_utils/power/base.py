@@ -130,7 +130,8 @@ def set_power(reader, target: str, retries: int, backoff: float, confirm_timeout
     """Send ``target`` ("off" or "on") with retries and exponential backoff, then re-read until it holds.
 
     Returns (final PowerReading, attempts: list of str). Raises PowerError when it never reads ``target``.
-    Each try is bounded by the reader's own timeout.
+    Each try is bounded by the reader's own timeout. ``confirm_timeout`` is measured on ``clock.monotonic()``:
+    a wall clock stepped during the wait neither ends it early nor makes it longer.
     """
     act = reader.power_off if target == OFF else reader.power_on
     tries = max(retries, 1)
@@ -145,7 +146,7 @@ def set_power(reader, target: str, retries: int, backoff: float, confirm_timeout
             if attempt == tries:
                 raise PowerError(f"power {target} failed after {attempt} tries: {'; '.join(attempts)}") from e
             clock.sleep(backoff * (2 ** (attempt - 1)))
-    deadline = clock.now() + confirm_timeout
+    deadline = clock.monotonic() + confirm_timeout
     while True:
         try:
             reading = reader.status()
@@ -153,7 +154,7 @@ def set_power(reader, target: str, retries: int, backoff: float, confirm_timeout
             reading = PowerReading(UNKNOWN, reader.method, str(e))
         if reading.state == target:
             return reading, attempts
-        if clock.now() >= deadline:
+        if clock.monotonic() >= deadline:
             raise PowerError(f"power {target} was sent but {reader.method} still reads {reading.state.upper()} after {confirm_timeout:.0f}s ({reading.detail})")
         clock.sleep(2.0)
 
