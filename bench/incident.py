@@ -132,6 +132,37 @@ def counted_kubeconfig(kubeconfig: str, port: int) -> str:
     return str(path)
 
 
+# Full Node list reads of one node-outage run: its first decision, the same again under the node's lock, and the
+# fresh read right before the taint (plugins/module_utils/incident/node_list.py); a power reading reads none.
+OUTAGE_FULL_NODE_READS = 3
+MODEL_NODES = (1000, 5000)
+
+
+def node_list_bytes(nodes: int) -> dict:
+    """One full Node list as the apiserver sends it: plain JSON and gzip (what the incident's client asks for)."""
+    core = scale.api()
+    sizes = {}
+    for name, encoding in (("json", "identity"), ("gzip", "gzip")):
+        response = core.list_node(_preload_content=False, _headers={"Accept-Encoding": encoding})
+        sizes[name] = len(response.read(decode_content=False))
+    return {**sizes, "gzip_per_node": round(sizes["gzip"] / nodes, 1), "json_per_node": round(sizes["json"] / nodes, 1)}
+
+
+def bytes_model(received: int, nodes: int, per_node: float, full_reads: int = OUTAGE_FULL_NODE_READS) -> dict:
+    """What one incident receives at other cluster sizes: a fixed part (the target's pods, its Lease, the locks, the
+    records; it grows with the pods on the node, not with the cluster) plus ``full_reads`` full Node lists of
+    ``per_node`` bytes per Node, the fixed part taken from one run that received ``received`` bytes at ``nodes``.
+    A model, not a measurement: the Node objects of another cluster compress differently (these carry the same
+    40 images on every Node, lab/scale/scale.py)."""
+    fixed = received - full_reads * per_node * nodes
+    return {
+        "per_node_bytes": per_node,
+        "full_node_reads": full_reads,
+        "fixed_bytes": round(fixed),
+        **{f"at_{size}_nodes": round(fixed + full_reads * per_node * size) for size in MODEL_NODES},
+    }
+
+
 def wait_pods_running(node: str, count: int, timeout: float = 900) -> None:
     core = scale.api()
     deadline = time.monotonic() + timeout
@@ -272,6 +303,7 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
         with counter:
             wall, record, outcome = run_playbook(victim, kubeconfig=kubeconfig)
     wire = counter.counts()
+    node_list = node_list_bytes(nodes)
     time.sleep(2)  # the audit backend writes in batches
     verbs = audit_requests(before)
     waits = wait_seconds(record)
@@ -284,6 +316,9 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
         "api_bytes_received": wire["bytes_received"] if outcome == "ok" else None,
         "api_bytes_sent": wire["bytes_sent"] if outcome == "ok" else None,
         "api_connections": wire["connections"],
+        # One full Node list as sent (plain JSON, gzip), and the bytes the model gives for larger clusters.
+        "node_list_bytes": node_list,
+        "bytes_model": bytes_model(wire["bytes_received"], nodes, node_list["gzip_per_node"]) if outcome == "ok" else None,
         "wall_seconds": round(wall, 2), "wait_seconds": waits, "record_steps": record.get("steps"), "requests_by_verb": dict(verbs),
         "outcome": outcome, "load_average_1m": round(os.getloadavg()[0], 2),
         "trigger": "power-event" if power_event else "heartbeat",

@@ -63,3 +63,11 @@ def test_the_counted_kubeconfig_points_at_the_counter_and_keeps_the_rest(tmp_pat
     counted = yaml.safe_load(Path(incident.counted_kubeconfig(str(path), 40123)).read_text())
     assert counted["clusters"][0]["cluster"] == {"server": "https://127.0.0.1:40123", "certificate-authority-data": "Q0E="}
     assert {k: v for k, v in counted.items() if k != "clusters"} == {k: v for k, v in original.items() if k != "clusters"}
+
+
+def test_the_bytes_model_keeps_the_fixed_part_and_scales_the_node_lists():
+    # 100 nodes, 500 B per Node compressed, three full lists: 150 000 B of the 400 000 received grow with the cluster.
+    model = incident.bytes_model(400_000, 100, 500.0)
+    assert model["fixed_bytes"] == 250_000 and model["full_node_reads"] == incident.OUTAGE_FULL_NODE_READS == 3
+    assert model["at_1000_nodes"] == 250_000 + 3 * 500 * 1000
+    assert model["at_5000_nodes"] == 250_000 + 3 * 500 * 5000
