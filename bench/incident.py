@@ -243,7 +243,8 @@ def run_playbook(node: str, power_event_time: str | None = None, kubeconfig: str
     extra = {
         "outage_nodes": [node],
         "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python"),
-        "kubeconfig": kubeconfig or scale.audited_kubeconfig(),
+        # The playbooks read the connection from failover_kubeconfig (docs/runbooks/node-outage.md, Permissions).
+        "failover_kubeconfig": kubeconfig or scale.audited_kubeconfig(),
         "node_outage_allow_manual_attestation": True,
         # Scale-mode nodes have no BMC (and no systemUUID): an attestation for this node and this run only.
         "node_outage_power_by_node": {node: {"type": "manual", "attestation": {
