@@ -16,7 +16,7 @@ def echo_server():
     def serve():
         while True:
             try:
-                conn, _ = listener.accept()
+                conn, _address = listener.accept()
             except OSError:
                 return
             with conn:
