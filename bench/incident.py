@@ -1,7 +1,9 @@
 """Overhead of playbooks/node-outage.yml itself, in scale mode: one node with many pods in a big
 cluster. The playbook runs with its own audited identity, so the apiserver's audit log holds
 exactly its requests; its own time is its wall time minus the steps that wait for Kubernetes
-(delete-pods, detach-volumes, verify-replacements, from the incident record it returns).
+(delete-pods, detach-volumes, verify-replacements, from the incident record it returns). The bytes it
+reads and writes are counted on the wire by a pass-through on 127.0.0.1 between it and the apiserver
+(ByteCounter; api_bytes_received, api_bytes_sent beside api_requests).
 
     .venv/bin/python bench/incident.py --nodes 1000 --pods 30000 --on-node 110 --out docs/benchmarks/raw/incident.json
 
@@ -14,10 +16,13 @@ heartbeat path's runs.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from datetime import UTC, datetime
@@ -29,6 +34,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 import profiles  # noqa: E402
 import scale  # noqa: E402
+import yaml  # noqa: E402
 
 SCALE_SH = REPO / "lab" / "scale" / "scale.sh"
 WAIT_STEPS = ("delete-pods", "detach-volumes", "verify-replacements")
@@ -40,6 +46,121 @@ DEFAULT_PROFILE = "fast"
 def power_off(node: str) -> None:
     """In scale mode a node is 'off' when kwok stops managing it: no more Lease or status writes."""
     scale.api().patch_node(node, {"metadata": {"labels": {scale.NODE_LABEL: None}}})
+
+
+class ByteCounter:
+    """A TCP pass-through on 127.0.0.1 between the playbook and the apiserver that counts the bytes each way.
+
+    It forwards bytes as they are (the TLS session stays end to end: the apiserver's certificate names 127.0.0.1,
+    whatever the port), so ``received`` is what the client really reads off the wire, compression included:
+    the bytes of every answer, headers and TLS records with them. ``sent`` is what the client sends."""
+
+    def __init__(self, upstream_port: int, host: str = "127.0.0.1"):
+        self.upstream = (host, upstream_port)
+        self.listener = socket.create_server((host, 0))
+        self.port = self.listener.getsockname()[1]
+        self.received = self.sent = self.connections = 0
+        self._lock = threading.Lock()
+        self._closing = False
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._closing = True
+        self.listener.close()
+        self._thread.join(timeout=5)
+
+    def counts(self) -> dict:
+        with self._lock:
+            return {"bytes_received": self.received, "bytes_sent": self.sent, "connections": self.connections}
+
+    def _accept(self):
+        while not self._closing:
+            try:
+                client, _address = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self.connections += 1
+            done = threading.Semaphore(0)  # both directions ended: close both ends
+            threading.Thread(target=self._pump, args=(server, client, "received", done), daemon=True).start()
+            threading.Thread(target=self._pump, args=(client, server, "sent", done), daemon=True).start()
+            threading.Thread(target=self._close_when_done, args=(client, server, done), daemon=True).start()
+
+    def _pump(self, source, destination, direction: str, done):
+        """Copy one direction until its end closes it, then pass the half-close on (the other way may go on)."""
+        try:
+            while True:
+                chunk = source.recv(65536)
+                if not chunk:
+                    break
+                destination.sendall(chunk)
+                with self._lock:
+                    setattr(self, direction, getattr(self, direction) + len(chunk))
+            destination.shutdown(socket.SHUT_WR)
+        except OSError:  # reset: end both directions
+            for end in (source, destination):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+        finally:
+            done.release()
+
+    @staticmethod
+    def _close_when_done(client, server, done):
+        done.acquire()
+        done.acquire()
+        client.close()
+        server.close()
+
+
+def counted_kubeconfig(kubeconfig: str, port: int) -> str:
+    """A copy of ``kubeconfig`` whose clusters point at the counter's port on 127.0.0.1 (the CA stays)."""
+    config = yaml.safe_load(Path(kubeconfig).read_text())
+    for cluster in config["clusters"]:
+        cluster["cluster"]["server"] = f"https://127.0.0.1:{port}"
+    path = Path(kubeconfig).with_name("incident-counted.kubeconfig")
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return str(path)
+
+
+# Full Node list reads of one node-outage run: its first decision, the same again under the node's lock, and the
+# fresh read right before the taint (plugins/module_utils/incident/node_list.py); a power reading reads none.
+OUTAGE_FULL_NODE_READS = 3
+MODEL_NODES = (1000, 5000)
+
+
+def node_list_bytes(nodes: int) -> dict:
+    """One full Node list as the apiserver sends it: plain JSON and gzip (what the incident's client asks for)."""
+    core = scale.api()
+    sizes = {}
+    for name, encoding in (("json", "identity"), ("gzip", "gzip")):
+        response = core.list_node(_preload_content=False, _headers={"Accept-Encoding": encoding})
+        sizes[name] = len(response.read(decode_content=False))
+    return {**sizes, "gzip_per_node": round(sizes["gzip"] / nodes, 1), "json_per_node": round(sizes["json"] / nodes, 1)}
+
+
+def bytes_model(received: int, nodes: int, per_node: float, full_reads: int = OUTAGE_FULL_NODE_READS) -> dict:
+    """What one incident receives at other cluster sizes: a fixed part (the target's pods, its Lease, the locks, the
+    records; it grows with the pods on the node, not with the cluster) plus ``full_reads`` full Node lists of
+    ``per_node`` bytes per Node, the fixed part taken from one run that received ``received`` bytes at ``nodes``.
+    A model, not a measurement: the Node objects of another cluster compress differently (these carry the same
+    40 images on every Node, lab/scale/scale.py)."""
+    fixed = received - full_reads * per_node * nodes
+    return {
+        "per_node_bytes": per_node,
+        "full_node_reads": full_reads,
+        "fixed_bytes": round(fixed),
+        **{f"at_{size}_nodes": round(fixed + full_reads * per_node * size) for size in MODEL_NODES},
+    }
 
 
 def wait_pods_running(node: str, count: int, timeout: float = 900) -> None:
@@ -118,11 +239,12 @@ def off_hook() -> str:
     return str(path)
 
 
-def run_playbook(node: str, power_event_time: str | None = None) -> tuple[float, dict, str]:
+def run_playbook(node: str, power_event_time: str | None = None, kubeconfig: str | None = None) -> tuple[float, dict, str]:
     extra = {
         "outage_nodes": [node],
         "ansible_python_interpreter": str(REPO / ".venv" / "bin" / "python"),
-        "kubeconfig": scale.audited_kubeconfig(),
+        # The playbooks read the connection from failover_kubeconfig (docs/runbooks/node-outage.md, Permissions).
+        "failover_kubeconfig": kubeconfig or scale.audited_kubeconfig(),
         "node_outage_allow_manual_attestation": True,
         # Scale-mode nodes have no BMC (and no systemUUID): an attestation for this node and this run only.
         "node_outage_power_by_node": {node: {"type": "manual", "attestation": {
@@ -168,15 +290,21 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
                     "nodeguard-system"], check=False)
     before = audit_lines()
     power_off(victim)
+    counter = ByteCounter(scale.API_PORT)
+    kubeconfig = counted_kubeconfig(scale.audited_kubeconfig(), counter.port)
     if power_event:
         # Started at once, as the rulebook starts it on the BMC's event: it waits inside for the Lease proof.
-        wall, record, outcome = run_playbook(victim, power_event_time=_stamp(time.time()))
+        with counter:
+            wall, record, outcome = run_playbook(victim, power_event_time=_stamp(time.time()), kubeconfig=kubeconfig)
     else:
         not_ready_at = wait_not_ready(victim, timeout=180)
         proof_seconds = profiles.node_outage_default("node_outage_not_ready_seconds")
         time.sleep(max(0.0, not_ready_at + proof_seconds + 2 - time.monotonic()))
         before = audit_lines()
-        wall, record, outcome = run_playbook(victim)
+        with counter:
+            wall, record, outcome = run_playbook(victim, kubeconfig=kubeconfig)
+    wire = counter.counts()
+    node_list = node_list_bytes(nodes)
     time.sleep(2)  # the audit backend writes in batches
     verbs = audit_requests(before)
     waits = wait_seconds(record)
@@ -184,6 +312,14 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
         "pods": on_node, "cluster_nodes": nodes, "cluster_pods": pods, "profile": profile,
         "own_seconds": round(wall - sum(waits.values()), 2) if outcome == "ok" else None,
         "api_requests": sum(verbs.values()) if outcome == "ok" else None,
+        # What the playbook's API client received and sent on the wire (ByteCounter: TLS records, compression
+        # included), and over how many connections.
+        "api_bytes_received": wire["bytes_received"] if outcome == "ok" else None,
+        "api_bytes_sent": wire["bytes_sent"] if outcome == "ok" else None,
+        "api_connections": wire["connections"],
+        # One full Node list as sent (plain JSON, gzip), and the bytes the model gives for larger clusters.
+        "node_list_bytes": node_list,
+        "bytes_model": bytes_model(wire["bytes_received"], nodes, node_list["gzip_per_node"]) if outcome == "ok" else None,
         "wall_seconds": round(wall, 2), "wait_seconds": waits, "record_steps": record.get("steps"), "requests_by_verb": dict(verbs),
         "outcome": outcome, "load_average_1m": round(os.getloadavg()[0], 2),
         "trigger": "power-event" if power_event else "heartbeat",

@@ -45,6 +45,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import ClusterLock, NodeLock
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.node_list import RunNodeList
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
     is_ready,
@@ -102,8 +103,10 @@ class OutageOptions:
 class OutageRun:
     def __init__(self, cluster, power, options: OutageOptions, clock, check_mode: bool = False):
         self.cluster = cluster
+        # The full Node list: read fresh for each decision; the identity rule reuses the last one (node_list.py).
+        self.node_list = RunNodeList(cluster)
         # A system UUID proves identity only when exactly one Node reports it (power/identity.py).
-        self.power = ClusterUniqueIdentity(power, cluster.list_nodes) if power is not None else None
+        self.power = ClusterUniqueIdentity(power, self.node_list.latest) if power is not None else None
         self.o = options
         self.clock = clock
         self.check_mode = check_mode
@@ -197,7 +200,7 @@ class OutageRun:
         if action in (records.FRESH, records.ADOPT):
             if self.event_time is not None:
                 power_event.check_event_age(self.event_time, self.clock.now(), self.o.power_event_max_age_seconds)
-            self.check_safety(node, self.cluster.list_nodes())
+            self.check_safety(node, self.node_list.read())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:
                 lease = self.cluster.get_node_lease(self.o.node)

@@ -66,7 +66,7 @@ class TaintWrite:
     def _fresh_read(self, proven_uid) -> dict:
         """One Node list, re-checked right before the taint: the target from it is what the taint is written against."""
         run = self.run
-        nodes = run.cluster.list_nodes()
+        nodes = run.node_list.read()  # the power reading at the taint checks identity against this list too
         node = next((n for n in nodes if n["metadata"]["name"] == run.o.node), None)
         if node is None:
             raise RefusedError("unknown-node", f"node {run.o.node} was deleted before the taint; nothing was changed")

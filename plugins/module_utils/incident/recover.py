@@ -29,6 +29,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args i
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError, RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.events import Recorder
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import NodeLock
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.node_list import RunNodeList
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import (
     has_out_of_service_taint,
     identity,
@@ -177,8 +178,10 @@ def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
 class RecoverRun:
     def __init__(self, cluster, power, options: RecoverOptions, clock, check_mode: bool = False):
         self.cluster = cluster
-        # A system UUID proves identity only when exactly one Node reports it (power/identity.py).
-        self.power = ClusterUniqueIdentity(power, cluster.list_nodes)
+        # The full Node list, read once per evaluation: the power reading's identity and the restart check share it
+        # (node_list.py). A system UUID proves identity only when exactly one Node reports it (power/identity.py).
+        self.node_list = RunNodeList(cluster)
+        self.power = ClusterUniqueIdentity(power, self.node_list.latest)
         self.o = options
         self.clock = clock
         self.check_mode = check_mode
@@ -247,6 +250,7 @@ class RecoverRun:
         else:
             trusted_copy(record, history.read(self.cluster, self.o.history_namespace, self.o.node), self.o.history_namespace)
         now = self.clock.now()
+        self.node_list.read()  # this evaluation's Node list: the identity below and restart_checks read it
         # Without a record every pod bound to the tainted node that does not tolerate the taint is from before it.
         tainted = parse_time(((record.get("steps") or {}).get("taint") or {}).get("end"))
         since = now if adopted else (tainted or parse_time(record.get("first_not_ready")) or now)
@@ -266,7 +270,7 @@ class RecoverRun:
             now,
             self.o.healthy_seconds,
         )
-        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node), self.cluster.list_nodes())
+        checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node), self.node_list.latest())
         return record, adopted, checks
 
     def _refuse_if_missing(self, node: dict, record: dict, adopted: bool, checks: list) -> None:

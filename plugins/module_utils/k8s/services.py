@@ -30,6 +30,14 @@ MEDIK8S_RESOURCES = {
 }
 
 
+# Every read asks for a gzip-compressed answer. The apiserver compresses answers above 128 KiB (feature
+# APIResponseCompression, on by default since Kubernetes 1.16) and sends smaller ones as they are; urllib3
+# inflates them before they are parsed. The full Node list, which the safety rules read at each decision
+# (incident/node_list.py), is about 11 KB per Node as JSON and far less compressed (docs/runbooks/node-outage.md,
+# 'What one incident reads').
+COMPRESSED = {"Accept-Encoding": "gzip"}
+
+
 class ConflictError(ClusterError):
     """The object changed since we read it (HTTP 409): re-read and decide again."""
 
@@ -50,8 +58,9 @@ class Cluster:
     def _call(self, what: str, fn, *args, missing_ok: bool = False, **kwargs):
         # The API's own JSON, parsed once: building typed client objects and turning them back
         # into dicts took seconds for the Node list of a 1000-node cluster (docs/benchmarks).
+        # Compressed on the wire (COMPRESSED): the full Node list is most of what an incident reads.
         try:
-            response = fn(*args, _preload_content=False, **kwargs)
+            response = fn(*args, _preload_content=False, _headers=dict(COMPRESSED), **kwargs)
             body = response.data
         except ApiException as e:
             if missing_ok and e.status == 404:

@@ -112,7 +112,8 @@ class ClusterUniqueIdentity:
     """A reader whose system UUID counts only when exactly one Node of the cluster reports it.
 
     Wraps any reader (every other attribute is the reader's own). ``list_nodes`` returns the cluster's Node
-    list; it is read at every identify(), so a Node that joins with the same UUID is seen at the next reading.
+    list; it is called at every identify(). node-outage and node-recover pass the list their run read last for a
+    decision (incident/node_list.py), so a Node that joins with the same UUID is seen from the run's next decision on.
     A UUID shared by several Nodes comes back as an Identity of kind "shared-uuid", which verifies nothing.
     """
 
