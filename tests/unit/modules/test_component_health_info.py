@@ -6,8 +6,11 @@ import threading
 import time
 
 import pytest
+import yaml
 from ansible.module_utils import basic
+from ansible_collections.nodeguard.failover.plugins.doc_fragments import component_health
 from ansible_collections.nodeguard.failover.plugins.module_utils.components import health
+from ansible_collections.nodeguard.failover.plugins.module_utils.components.args import COMPONENT_HEALTH_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.modules import component_health_info as module
 
 
@@ -182,3 +185,25 @@ def test_detection_needs_the_start_and_the_lease_reading(run_module, systemctl):
 def test_a_process_check_needs_the_components_name(run_module, systemctl):
     result = run_module(module, {"check": "still", "pid": 4242})
     assert result["failed"] and result["msg"] == "check=still needs the name of the component", result
+
+
+def documented_like(spec):
+    """The fields of an argument spec that its documentation must repeat, suboptions included."""
+    fields = {}
+    for name, option in spec.items():
+        fields[name] = {field: option.get(field) for field in ("type", "default", "choices", "elements", "aliases")}
+        fields[name]["required"] = option.get("required", False)
+        if "options" in option or "suboptions" in option:
+            fields[name]["options"] = documented_like(option.get("options") or option.get("suboptions"))
+    return fields
+
+
+def test_the_doc_fragment_documents_exactly_the_argument_spec():
+    """One declaration: module_utils/components/args.py; the fragment documents it, the module uses it and documents
+    no option of its own."""
+    fragment = yaml.safe_load(component_health.ModuleDocFragment.DOCUMENTATION)["options"]
+    assert documented_like(fragment) == documented_like(COMPONENT_HEALTH_ARGUMENT_SPEC)
+    assert module.OPTIONS is COMPONENT_HEALTH_ARGUMENT_SPEC
+    documentation = yaml.safe_load(module.DOCUMENTATION)
+    assert documentation["extends_documentation_fragment"] == ["nodeguard.failover.component_health"]
+    assert "options" not in documentation
