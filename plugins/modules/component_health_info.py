@@ -24,8 +24,18 @@ description:
   - "V(still): waits O(stable_seconds), then checks that process O(pid) still runs (the unit's C(MainPID) with
     O(unit), else a C(pgrep -a -f <name>) line) and that O(health_url) still answers C(ok). The controller can
     wait for something in between, for example the controller-manager's leader lease after V(answers)."
-  - Durations are measured on the node's monotonic clock. What the API server sees (a renewed Lease, a Ready node)
-    is checked from the controller with M(nodeguard.failover.failover_lease_renewal_info) and
+  - "V(restored), after a rollback: asks the health endpoint of each of O(components), in the order given, until it
+    answers C(ok), for at most O(timeout) seconds each. It never fails for a component that stays unhealthy (the run
+    fails anyway and must say what happened): it returns each one's result and a line for the message,
+    RV(summary), for example C(kube-apiserver healthy again, kube-controller-manager NOT healthy)."
+  - "V(detection), on the controller (C(delegate_to: localhost)) after V(restored) and
+    M(nodeguard.failover.failover_lease_renewal_info) on the controller-manager's leader lease: says in
+    RV(summary) whether that lease was renewed (O(lease)) and how long node-failure detection was down, from
+    O(started) until the lease was renewed or, without a renewal, until now. O(started) is a time of the
+    controller's own wall clock, so this check must run on the controller too: it is never compared with a
+    node's clock."
+  - Durations are measured on the node's monotonic clock, except the detection down time of V(detection) (see
+    there). What the API server sees (a renewed Lease, a Ready node) is checked from the controller with M(nodeguard.failover.failover_lease_renewal_info) and
     M(kubernetes.core.k8s_info).
   - Read-only. It fails once, with what it saw; command lines are never quoted (they can carry secrets).
 author:
@@ -37,60 +47,8 @@ attributes:
   diff_mode:
     support: none
     description: Nothing to diff.
-options:
-  check:
-    description: What to check, see the description.
-    type: str
-    choices: [restart, answers, still]
-    default: restart
-  name:
-    description:
-      - The component's name in messages, for example V(kubelet) or V(kube-controller-manager).
-      - With O(flags) or O(check=still) without O(unit), also the word C(pgrep -f) looks for and the file name of the
-        component's binary in the command line.
-    type: str
-    required: true
-  unit:
-    description:
-      - The systemd unit that runs the component, for example V(kubelet), V(rke2-server) or V(k3s-agent).
-      - Required with O(check=restart).
-    type: str
-  flags:
-    description:
-      - With O(check=answers), the flags (name without dashes, value; V(null) for a removed flag) the process must
-        run with, as given to M(nodeguard.failover.static_pod_flags). Without it no process is looked for (k3s runs
-        every component inside the k3s process).
-    type: dict
-  pid:
-    description: With O(check=still), the PID an earlier call returned (RV(process.main_pid)). Without it only O(health_url) is asked.
-    type: int
-  after:
-    description: With O(check=still), what O(stable_seconds) counted from, for the message, for example V(the leader lease was renewed).
-    type: str
-    default: ""
-  health_url:
-    description:
-      - The component's health endpoint, for example V(http://127.0.0.1:10248/healthz) for the kubelet.
-      - Empty means the component serves none; then only the process is checked.
-    type: str
-    default: ""
-  ca_path:
-    description:
-      - CA bundle to verify an C(https) O(health_url) with. The certificate is verified only when it is given
-        (the controller-manager's is self-signed unless it was given a certificate).
-    type: path
-  stable_seconds:
-    description: Seconds the same process must keep running (V(restart), V(still)).
-    type: int
-    default: 10
-  timeout:
-    description: Seconds to wait for an C(ok) from O(health_url), and with O(flags) for the process.
-    type: int
-    default: 180
-  interval:
-    description: Seconds between two questions to O(health_url) or two readings of the processes.
-    type: int
-    default: 2
+extends_documentation_fragment:
+  - nodeguard.failover.component_health
 seealso:
   - module: nodeguard.failover.failover_lease_renewal_info
 """
@@ -129,6 +87,40 @@ EXAMPLES = r"""
     pid: "{{ kcm.process.main_pid }}"
     health_url: https://127.0.0.1:10257/healthz
     stable_seconds: 10
+
+- name: After a rollback, wait for the restored components
+  nodeguard.failover.component_health_info:
+    check: restored
+    components:
+      - name: kube-apiserver
+        health_url: https://127.0.0.1:6443/readyz
+        ca_path: /etc/kubernetes/pki/ca.crt
+      - name: kube-controller-manager
+        health_url: https://127.0.0.1:10257/healthz
+    timeout: 300
+  register: restored
+
+- name: Wait until the controller-manager holds its leader lease again
+  nodeguard.failover.failover_lease_renewal_info:
+    namespace: kube-system
+    name: kube-controller-manager
+    timeout: 300
+  delegate_to: localhost
+  register: leader
+  failed_when: false
+
+- name: Say how long node-failure detection was down (on the controller, whose clock took started)
+  nodeguard.failover.component_health_info:
+    check: detection
+    started: "{{ started }}"
+    lease: "{{ leader }}"
+    timeout: 300
+  delegate_to: localhost
+  register: detection
+
+- name: Stop the run
+  ansible.builtin.fail:
+    msg: "Rolled back. After the restore: {{ restored.summary }}; {{ detection.summary }}."
 """
 
 RETURN = r"""
@@ -161,32 +153,65 @@ process:
       returned: with O(unit)
 answer:
   description: The body the health endpoint answered; empty when it was not asked.
-  returned: success
+  returned: with O(check=restart), O(check=answers) and O(check=still)
   type: str
   sample: ok
+components:
+  description: With O(check=restored), each component's result, in the order waited for.
+  returned: with O(check=restored)
+  type: list
+  elements: dict
+  sample: [{"name": "kube-controller-manager", "path": "/etc/kubernetes/manifests/kube-controller-manager.yaml", "healthy": true, "answer": "ok"}]
+  contains:
+    name:
+      description: The component's name.
+      type: str
+      returned: always
+    path:
+      description: The file that was restored for it (O(components[].path)).
+      type: str
+      returned: always
+    healthy:
+      description: Whether it answered C(ok) within O(timeout).
+      type: bool
+      returned: always
+    answer:
+      description: Its C(ok), or why it is not healthy (its last answer).
+      type: str
+      returned: always
+summary:
+  description:
+    - With O(check=restored), one line for a message, for example C(kube-apiserver healthy again, kube-controller-manager NOT
+      healthy), or C(nothing to wait for) without components.
+    - With O(check=detection), the lease and the down time in words.
+  returned: with O(check=restored) and O(check=detection)
+  type: str
+  sample: >-
+    the controller-manager leader lease was renewed at 2026-11-26T09:12:31.402117Z. Node-failure detection was down for about
+    41 s (from the first change until the lease was renewed)
+renewed:
+  description: With O(check=detection), whether the leader lease was renewed (O(lease)).
+  returned: with O(check=detection)
+  type: bool
+down_seconds:
+  description:
+    - With O(check=detection), seconds from O(started) until now, on the controller's clock, rounded.
+  returned: with O(check=detection)
+  type: int
+  sample: 41
 """
 
+import time
 from http.client import HTTPException
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import open_url
-from ansible_collections.nodeguard.failover.plugins.module_utils.components import health
+from ansible_collections.nodeguard.failover.plugins.module_utils.components import health, restored
+from ansible_collections.nodeguard.failover.plugins.module_utils.components.args import COMPONENT_HEALTH_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 
-OPTIONS = {
-    "check": {"type": "str", "choices": ["restart", "answers", "still"], "default": "restart"},
-    "name": {"type": "str", "required": True},
-    "unit": {"type": "str"},
-    "flags": {"type": "dict"},
-    "pid": {"type": "int"},
-    "after": {"type": "str", "default": ""},
-    "health_url": {"type": "str", "default": ""},
-    "ca_path": {"type": "path"},
-    "stable_seconds": {"type": "int", "default": 10},
-    "timeout": {"type": "int", "default": 180},
-    "interval": {"type": "int", "default": 2},
-}
+OPTIONS = COMPONENT_HEALTH_ARGUMENT_SPEC
 
 
 def unit_reader(module: AnsibleModule, unit: str):
@@ -233,13 +258,24 @@ def endpoint_asker(ca_path: str | None):
     return ask
 
 
-def run(params: dict, read_unit, read_lines, ask) -> dict:
-    """The module's work without AnsibleModule; raises NodeguardError."""
+def run(params: dict, read_unit, read_lines, ask, ask_with=endpoint_asker, wall_clock=time.time) -> dict:
+    """The module's work without AnsibleModule; raises NodeguardError.
+
+    ask_with(ca_path) gives an asker for one of several components (check=restored); wall_clock is the clock
+    `started` was taken with (check=detection runs on the controller, like the play's now())."""
     p = params
     if p["stable_seconds"] < 0 or p["timeout"] < 0 or p["interval"] < 1:
         raise health.ComponentHealthError(
             f"stable_seconds and timeout must be 0 or more and interval 1 or more, got {p['stable_seconds']}, {p['timeout']} and {p['interval']}"
         )
+    if p["check"] == "restored":
+        return restored.restored(p["components"], ask_with, p["timeout"], p["interval"])
+    if p["check"] == "detection":
+        if p["started"] is None or p["lease"] is None:
+            raise health.ComponentHealthError("check=detection needs started and the lease reading")
+        return restored.detection(p["started"], wall_clock(), p["lease"], p["timeout"])
+    if not p["name"]:
+        raise health.ComponentHealthError(f"check={p['check']} needs the name of the component")
     if p["check"] == "restart":
         if not p["unit"]:
             raise health.ComponentHealthError("check=restart needs the unit that runs the component")
@@ -260,7 +296,7 @@ def main():
     p = module.params
     try:
         read_unit = unit_reader(module, p["unit"]) if p["unit"] else None
-        result = run(p, read_unit, process_lines_reader(module, p["name"]), endpoint_asker(p["ca_path"]))
+        result = run(p, read_unit, process_lines_reader(module, p["name"] or ""), endpoint_asker(p["ca_path"]))
     except NodeguardError as e:
         module.fail_json(msg=str(e))
     module.exit_json(changed=False, **result)

@@ -3,10 +3,14 @@
 
 import http.server
 import threading
+import time
 
 import pytest
+import yaml
 from ansible.module_utils import basic
+from ansible_collections.nodeguard.failover.plugins.doc_fragments import component_health
 from ansible_collections.nodeguard.failover.plugins.module_utils.components import health
+from ansible_collections.nodeguard.failover.plugins.module_utils.components.args import COMPONENT_HEALTH_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.modules import component_health_info as module
 
 
@@ -127,3 +131,79 @@ def test_still_without_a_unit_reads_pgrep(run_module, systemctl, healthz):
 def test_restart_needs_a_unit(run_module, systemctl):
     result = run_module(module, {"name": "kubelet"})
     assert result["failed"] and result["msg"] == "check=restart needs the unit that runs the component", result
+
+
+def test_restored_waits_for_each_component_and_never_fails_for_one_that_stays_down(run_module, systemctl, healthz):
+    """The role passes its endpoint list as it is (component, path, url, ca): the aliases take those keys."""
+    calls = systemctl[1]
+    down = "http://127.0.0.1:9/healthz"  # the discard port: nothing listens, the connection is refused
+    components = [
+        {"component": "kube-apiserver", "path": "/etc/kubernetes/manifests/kube-apiserver.yaml", "url": down, "ca": ""},
+        {"component": "kube-controller-manager", "path": "/etc/kubernetes/manifests/kube-controller-manager.yaml", "url": healthz["url"], "ca": ""},
+    ]
+    result = run_module(module, {"check": "restored", "components": components, "timeout": 0}, check_mode=True)
+    assert not result.get("failed") and result["changed"] is False, result
+    assert result["summary"] == "kube-apiserver NOT healthy, kube-controller-manager healthy again"
+    assert [c["healthy"] for c in result["components"]] == [False, True]
+    assert result["components"][0]["answer"].startswith(f"the kube-apiserver did not answer ok on {down} within 0 s (")
+    assert result["components"][1] == {
+        "name": "kube-controller-manager",
+        "path": "/etc/kubernetes/manifests/kube-controller-manager.yaml",
+        "healthy": True,
+        "answer": "ok",
+    }
+    assert calls == []  # no process is read
+
+
+def test_restored_without_components_has_nothing_to_wait_for(run_module, systemctl):
+    result = run_module(module, {"check": "restored", "components": []})
+    assert not result.get("failed") and result["summary"] == "nothing to wait for", result
+
+
+def test_detection_measures_from_started_on_the_clock_it_was_taken_with():
+    """started is the controller's now().timestamp(): the module compares it with time.time() of the same machine."""
+    params = {
+        "check": "detection",
+        "name": None,
+        "stable_seconds": 10,
+        "timeout": 300,
+        "interval": 2,
+        "started": 1795435290.0,
+        "lease": {"renewed": True, "lease": {"renew_time": "2026-11-26T09:12:31.402117Z"}},
+    }
+    result = module.run(params, None, None, None, wall_clock=lambda: 1795435302.2)
+    assert result["down_seconds"] == 12 and result["renewed"] is True
+    assert result["summary"].endswith("Node-failure detection was down for about 12 s (from the first change until the lease was renewed)")
+    assert module.run.__defaults__[-1] is time.time  # the play's now() is the wall clock too
+
+
+def test_detection_needs_the_start_and_the_lease_reading(run_module, systemctl):
+    result = run_module(module, {"check": "detection", "lease": {"renewed": True}})
+    assert result["failed"] and result["msg"] == "check=detection needs started and the lease reading", result
+
+
+def test_a_process_check_needs_the_components_name(run_module, systemctl):
+    result = run_module(module, {"check": "still", "pid": 4242})
+    assert result["failed"] and result["msg"] == "check=still needs the name of the component", result
+
+
+def documented_like(spec):
+    """The fields of an argument spec that its documentation must repeat, suboptions included."""
+    fields = {}
+    for name, option in spec.items():
+        fields[name] = {field: option.get(field) for field in ("type", "default", "choices", "elements", "aliases")}
+        fields[name]["required"] = option.get("required", False)
+        if "options" in option or "suboptions" in option:
+            fields[name]["options"] = documented_like(option.get("options") or option.get("suboptions"))
+    return fields
+
+
+def test_the_doc_fragment_documents_exactly_the_argument_spec():
+    """One declaration: module_utils/components/args.py; the fragment documents it, the module uses it and documents
+    no option of its own."""
+    fragment = yaml.safe_load(component_health.ModuleDocFragment.DOCUMENTATION)["options"]
+    assert documented_like(fragment) == documented_like(COMPONENT_HEALTH_ARGUMENT_SPEC)
+    assert module.OPTIONS is COMPONENT_HEALTH_ARGUMENT_SPEC
+    documentation = yaml.safe_load(module.DOCUMENTATION)
+    assert documentation["extends_documentation_fragment"] == ["nodeguard.failover.component_health"]
+    assert "options" not in documentation

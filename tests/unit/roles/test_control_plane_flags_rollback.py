@@ -110,3 +110,31 @@ def test_rke2_unchanged_config_nothing_to_restore(render):
     plan, restored = rollback(render, "rancher.yml",
                               _control_plane_flags_rancher_edit={"changed": False, "path": RKE2_CONFIG, "changes": []})
     assert plan["paths"] == [] and restored == []
+
+
+def test_the_failure_message_only_inserts_what_the_modules_returned(render):
+    """tasks/recover.yml: the restored components' health and the detection outage come worded from
+    component_health_info (check=restored, check=detection); the lab tests grep these words."""
+    with open(os.path.join(ROLE, "tasks", "recover.yml"), encoding="utf-8") as handle:
+        message = yaml.safe_load(handle)[-1]["ansible.builtin.fail"]["msg"]
+    assert "now()" not in message and "regex_replace" not in message and " if " not in message
+    rendered = render(
+        "message",
+        message=trust_as_template(message),
+        inventory_hostname="ng-cp1",
+        _control_plane_flags_rollback={"paths": [CONTROLLER_MANAGER]},
+        ansible_failed_result={"msg": "the kube-controller-manager did not answer ok"},
+        _control_plane_flags_changing="kube-controller-manager",
+        _control_plane_flags_component_status={"stdout_lines": ["state: exited (exit code 1)", "invalid argument"]},
+        _control_plane_flags_recovered={"summary": "kube-controller-manager healthy again"},
+        _control_plane_flags_detection={
+            "summary": "the controller-manager leader lease was renewed at 2026-11-26T09:12:31Z. "
+            "Node-failure detection was down for about 41 s (from the first change until the lease was renewed)"
+        },
+    )
+    assert rendered == (
+        f"Control-plane flags on ng-cp1 failed and were rolled back (restored: {CONTROLLER_MANAGER}). No further node was touched. "
+        "Cause: the kube-controller-manager did not answer ok. kube-controller-manager said: state: exited (exit code 1) | invalid argument. "
+        "After the restore: kube-controller-manager healthy again; the controller-manager leader lease was renewed at 2026-11-26T09:12:31Z. "
+        "Node-failure detection was down for about 41 s (from the first change until the lease was renewed)."
+    )

@@ -110,3 +110,20 @@ def test_the_distributions_kubelet_log_file_is_read_too(tmp_path):
 def test_no_error_line_is_said(tmp_path):
     assert run_errors_script(tmp_path, "W1123 12:01:34.000000    1118 warnings.go:70] a warning\n")[0] == [
         "(no error line in its log since the restart)"]
+
+
+def test_the_restored_kubelet_is_described_by_wiring_only(render):
+    """tasks/rollback.yml: which sentence is said is a `when:` on kubelet_heartbeat_wait_for_ready, not a Jinja
+    condition; the lab tests grep "the restored kubelet is healthy again"."""
+    with open(os.path.join(ROLE, "tasks", "rollback.yml"), encoding="utf-8") as handle:
+        block = next(task for task in yaml.safe_load(handle) if "block" in task)["block"]
+    notes = {task["when"]: task["ansible.builtin.set_fact"]["_kubelet_heartbeat_after"] for task in block if "ansible.builtin.set_fact" in task}
+    assert set(notes) == {"kubelet_heartbeat_wait_for_ready", "not kubelet_heartbeat_wait_for_ready"}
+    assert not any(" if " in note for note in notes.values())
+    back = render(
+        "note",
+        note=trust_as_template(notes["kubelet_heartbeat_wait_for_ready"]),
+        _kubelet_heartbeat_end={"process": {"main_pid": 4242}},
+        _kubelet_heartbeat_lease={"renewed": True, "lease": {"renew_time": "2026-11-26T09:12:31.402117Z"}},
+    )
+    assert back == "the restored kubelet is healthy again (PID 4242 stable, node Lease renewed at 2026-11-26T09:12:31.402117Z, node Ready)"
