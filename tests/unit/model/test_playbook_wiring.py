@@ -4,6 +4,8 @@ import os
 
 import pytest
 import yaml
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -71,7 +73,13 @@ def test_node_outage_passes_the_power_event_time_only_when_set():
     assert defaults["node_outage_power_event_time"] is None
     assert defaults["node_outage_power_event_max_age_seconds"] == 300
     task = load("roles", "node_outage", "tasks", "node.yml")[0]["nodeguard.failover.node_outage"]
-    assert task["power_event_time"] == "{{ node_outage_power_event_time | default(omit, true) }}"
+    # templated as ansible-core templates a task's args: unset (null) or empty, the option is left out
+    def passed(value):
+        args = {"power_event_time": trust_as_template(task["power_event_time"])}
+        return Templar(loader=DataLoader(), variables={"node_outage_power_event_time": value}).template(args)
+
+    assert passed(None) == {} and passed("") == {}
+    assert passed("2026-11-26T10:00:00Z") == {"power_event_time": "2026-11-26T10:00:00Z"}
     assert task["power_event_max_age_seconds"] == "{{ node_outage_power_event_max_age_seconds }}"
     specs = load("roles", "node_outage", "meta", "argument_specs.yml")["argument_specs"]["main"]["options"]
     assert specs["node_outage_power_event_time"]["type"] == "str"
