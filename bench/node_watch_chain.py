@@ -14,12 +14,10 @@ queued behind node-recover would measure the queue.
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 
-import yaml
-from power_event_chain import ANSI, LAB_INVENTORY, LogWatch, PowerEventChain
+from power_event_chain import ANSI, LogWatch, PowerEventChain, rulebook_inventory
 from rulebook_process import REPO, RulebookProcess
 
 NODE_WATCH_RULEBOOK = REPO / "extensions" / "eda" / "rulebooks" / "node-watch.yml"
@@ -44,13 +42,8 @@ class NodeWatchChain(PowerEventChain):
     def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, kubeconfig: str = "") -> None:
         # Not PowerEventChain.__init__: no BMC subscription, no event CA; the same bookkeeping attributes.
         self.workdir, self.workers = workdir, list(workers)
-        inventory = workdir / "inventory"
-        inventory.mkdir(exist_ok=True)
         # docs/eda.md "Node watch": "The inventory is node-outage's, as above (with `localhost`)".
-        shutil.copy(LAB_INVENTORY, inventory / "10-lab.yml")
-        local = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
-        (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": inventory_vars or {}, "hosts": local}}))
-        self.inventory = inventory
+        self.inventory = rulebook_inventory(workdir, inventory_vars)
         started = time.monotonic()
         self.rulebook = RulebookProcess(
             workdir,
@@ -60,7 +53,7 @@ class NodeWatchChain(PowerEventChain):
             # ("40%") keep their defaults. (RulebookProcess also sets the nodeguard_eda_listen_*/tls_* variables of
             # the webhook rulebooks; node-watch.yml has no webhook and reads none of them.)
             overrides={"nodeguard_node_watch_kubeconfig": kubeconfig, "nodeguard_allow_nodes": self.workers},
-            inventory=inventory,
+            inventory=self.inventory,
             rulebook=NODE_WATCH_RULEBOOK,
             default_vars=NODE_WATCH_VARS,
             ready_line=READY_LINE,

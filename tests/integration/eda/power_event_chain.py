@@ -65,6 +65,17 @@ def process_memory_kib(pid: int) -> dict:
     return found
 
 
+def rulebook_inventory(workdir: Path, inventory_vars: dict | None) -> Path:
+    """The inventory a rulebook's playbooks run with: the lab's, plus localhost and inventory_vars."""
+    inventory = workdir / "inventory"
+    inventory.mkdir(exist_ok=True)
+    shutil.copy(LAB_INVENTORY, inventory / "10-lab.yml")
+    # The playbooks run on localhost; ansible-rulebook limits runs to the ruleset's hosts (docs/eda.md).
+    local = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
+    (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": inventory_vars or {}, "hosts": local}}))
+    return inventory
+
+
 class LogWatch(threading.Thread):
     """Marks when lines matching patterns first appear in the rulebook's log (polled every 0.1 s)."""
 
@@ -92,19 +103,13 @@ class PowerEventChain:
 
     def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, personality: str = "dmtf") -> None:
         self.workdir, self.workers, self.personality = workdir, list(workers), personality
-        inventory = workdir / "inventory"
-        inventory.mkdir(exist_ok=True)
-        shutil.copy(LAB_INVENTORY, inventory / "10-lab.yml")
-        # The playbooks run on localhost; ansible-rulebook limits runs to the ruleset's hosts (docs/eda.md).
-        local = {"localhost": {"ansible_connection": "local", "ansible_python_interpreter": "{{ ansible_playbook_python }}"}}
-        (inventory / "20-eda.yml").write_text(yaml.safe_dump({"all": {"vars": inventory_vars or {}, "hosts": local}}))
-        self.inventory = inventory
+        self.inventory = rulebook_inventory(workdir, inventory_vars)
         mapping = [{"node": n, "system": system_of(n)} for n in self.workers]
         started = time.monotonic()
         self.rulebook = RulebookProcess(
             workdir,
             overrides={"nodeguard_power_event_bmcs": mapping, "nodeguard_allow_nodes": self.workers},
-            inventory=inventory,
+            inventory=self.inventory,
             rulebook=POWER_RULEBOOK,
             default_vars=POWER_VARS,
         )
