@@ -73,6 +73,7 @@ def test_node_outage_passes_the_power_event_time_only_when_set():
     assert defaults["node_outage_power_event_time"] is None
     assert defaults["node_outage_power_event_max_age_seconds"] == 300
     task = load("roles", "node_outage", "tasks", "node.yml")[0]["nodeguard.failover.node_outage"]
+
     # templated as ansible-core templates a task's args: unset (null) or empty, the option is left out
     def passed(value):
         args = {"power_event_time": trust_as_template(task["power_event_time"])}
