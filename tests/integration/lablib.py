@@ -70,6 +70,15 @@ def value_when(read: Callable[[], T], accept: Callable[[T], Any]) -> Callable[[]
     return predicate
 
 
+def playbook_failure(output: str, tail: int = 3000) -> str:
+    """An ansible-playbook run's output for an assertion message: every failed task's msg first (a long result
+    printed after it would push it out of a plain tail), then the output's tail."""
+    lines = output.splitlines()
+    failed = [i for i, line in enumerate(lines) if line.startswith("fatal:") or line.lstrip().startswith("msg:")]
+    head = "\n".join("\n".join(lines[i : i + 4]) for i in failed[:5])
+    return f"{head}\n...\n{output[-tail:]}"
+
+
 def wait_for(predicate: Callable[[], T], timeout: float, interval: float = 1.0, what: str = "condition") -> T:
     """Call predicate until it returns something truthy; return that. Raise TimeoutError otherwise.
 

@@ -40,7 +40,7 @@ def test_molecule_lab_incident_scenario(lab):
     finally:
         lab.reset_lab()
     output = result.stdout + result.stderr
-    assert result.returncode == 0, output[-5000:]
+    assert result.returncode == 0, lab.playbook_failure(output, 5000)
     # Both playbooks ran inside the scenario (not only the scenario's own checks).
     assert "PLAY [Fail over dead nodes, proven powered off]" in output
     assert "PLAY [Recover nodes after an outage]" in output
