@@ -17,6 +17,7 @@ from typing import NamedTuple
 from urllib.parse import urlsplit
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 
 ON, OFF, UNKNOWN = "on", "off", "unknown"
 
@@ -130,8 +131,8 @@ def set_power(reader, target: str, retries: int, backoff: float, confirm_timeout
     """Send ``target`` ("off" or "on") with retries and exponential backoff, then re-read until it holds.
 
     Returns (final PowerReading, attempts: list of str). Raises PowerError when it never reads ``target``.
-    Each try is bounded by the reader's own timeout. ``confirm_timeout`` is measured on ``clock.monotonic()``:
-    a wall clock stepped during the wait neither ends it early nor makes it longer.
+    Each try is bounded by the reader's own timeout. The confirmation re-reads every 2 s through the collection's one
+    poll loop (k8s/waiters.wait_until), so ``confirm_timeout`` is measured on ``clock.monotonic()``.
     """
     act = reader.power_off if target == OFF else reader.power_on
     tries = max(retries, 1)
@@ -146,17 +147,19 @@ def set_power(reader, target: str, retries: int, backoff: float, confirm_timeout
             if attempt == tries:
                 raise PowerError(f"power {target} failed after {attempt} tries: {'; '.join(attempts)}") from e
             clock.sleep(backoff * (2 ** (attempt - 1)))
-    deadline = clock.monotonic() + confirm_timeout
-    while True:
+    reading = None
+
+    def reads_target() -> bool:
+        nonlocal reading
         try:
             reading = reader.status()
         except PowerError as e:
             reading = PowerReading(UNKNOWN, reader.method, str(e))
-        if reading.state == target:
-            return reading, attempts
-        if clock.monotonic() >= deadline:
-            raise PowerError(f"power {target} was sent but {reader.method} still reads {reading.state.upper()} after {confirm_timeout:.0f}s ({reading.detail})")
-        clock.sleep(2.0)
+        return reading.state == target
+
+    if not wait_until(reads_target, confirm_timeout, 2.0, clock):
+        raise PowerError(f"power {target} was sent but {reader.method} still reads {reading.state.upper()} after {confirm_timeout:.0f}s ({reading.detail})")
+    return reading, attempts
 
 
 def fence_off(reader, retries: int, backoff: float, confirm_timeout: float, clock) -> tuple:
