@@ -10,6 +10,7 @@ A destructive write needs a fresh power-off proof and one more power reading rig
 
 from __future__ import annotations
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError, NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
@@ -57,6 +58,9 @@ class AfterTaintSteps:
                 run.recorder.save(run.record)
                 run.recorder.event("FailoverStepTimedOut", f"{step}: {e}", warning=True)
                 raise
+            except ClusterError as e:
+                self._record_api_error(step, e)
+                raise
             run.recorder.step_ended(run.record, step, outcome, archive=step in DESTRUCTIVE_STEPS)
         # Never "outage complete" while the node is back: one last look (Ready, Lease, bootID, power).
         run.ensure_still_down("outage-complete")
@@ -64,6 +68,19 @@ class AfterTaintSteps:
         run.record["phase"] = records.OUTAGE_COMPLETE
         run.recorder.save(run.record)
         run.recorder.event("FailoverOutageComplete", f"incident {run.record['id']}: outage steps complete")
+
+    def _record_api_error(self, step: str, error: ClusterError) -> None:
+        """An API answer stopped the step: the record names it, so node-recover's refusal and a person reading the
+        Node see the cause. Best effort, as the API may be what failed; the run's own error is raised either way."""
+        run = self.run
+        run.record["steps"][step]["error"] = str(error)
+        try:
+            run.recorder.save(run.record)
+        except NodeguardError as e:
+            del run.record["steps"][step]["error"]  # not on the Node: the history copy must not claim it is
+            run.recorder.errors.append(f"the error of step {step} was not recorded: {e}")
+            return
+        run.recorder.event("FailoverStepFailed", f"{step}: {error}", warning=True)
 
     def ensure_power_not_on(self, step: str) -> None:
         """Stop cleanly if the power source, its identity shown, reads On: the machine runs again. At every step

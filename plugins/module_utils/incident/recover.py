@@ -231,11 +231,13 @@ class RecoverRun:
         record = records.read(node)
         if record is not None and record.get("phase") in records.OUTAGE_STEPS:
             if self.lock.held:  # this run holds the node's lock, so no outage run is under way: it stopped
+                error = ((record.get("steps") or {}).get(record["phase"]) or {}).get("error")
+                why = f"it stopped on the error: {error}" if error else "it crashed or was killed"
                 raise RefusedError(
                     "outage-stopped",
                     f"the outage run on {self.o.node} stopped at step {record['phase']} (job {record.get('job')}) and no run holds "
-                    "the node's lock: it crashed or was killed. Rerun node-outage: it resumes, or stops cleanly if the node is back. "
-                    "Nothing was changed",
+                    f"the node's lock: {why}. "
+                    "Rerun node-outage: it resumes, or stops cleanly if the node is back. Nothing was changed",
                 )
             raise RefusedError(
                 "outage-running",

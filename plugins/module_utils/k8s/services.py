@@ -66,7 +66,7 @@ class Cluster:
             if missing_ok and e.status == 404:
                 return None
             if e.status == 409:
-                raise ConflictError(f"{what}: conflict, the object changed meanwhile") from e
+                raise ConflictError(f"{what}: conflict, the object changed meanwhile: {_message(e)}") from e
             raise ClusterError(f"{what}: API answered {e.status} {e.reason}: {_message(e)}") from e
         except Urllib3Error as e:
             raise ClusterError(f"{what}: cannot reach the API server ({self._api.configuration.host}): {e}") from e
@@ -122,17 +122,31 @@ class Cluster:
         )["items"]
 
     def force_delete_pod(self, namespace: str, name: str, uid: str) -> bool:
-        """Delete with grace 0, only the incarnation ``uid``. False when it is already gone."""
+        """Delete with grace 0, only the incarnation ``uid``. False when that incarnation is already gone.
+
+        A 409 answer means the UID precondition failed: the pod of that name is now another incarnation. That
+        happens when PodGC force-deleted ours first (it does so for pods on a node with the out-of-service taint)
+        and a StatefulSet re-created the pod under the same name. kube-apiserver words this answer two ways (the
+        registry's "the UID in the precondition ... does not match the UID in record", storage's "Precondition
+        failed"), so the pod is read again instead of trusting either text: gone, or another UID, is not an error.
+        """
         body = {"gracePeriodSeconds": 0, "preconditions": {"uid": uid}}
         try:
-            self.core.delete_namespaced_pod(name, namespace, body=body, grace_period_seconds=0)
-        except ApiException as e:
-            if e.status == 404 or (e.status == 409 and "Precondition failed" in str(e.body)):
-                return False  # gone, or already replaced by a new pod with the same name
-            raise ClusterError(f"delete pod {namespace}/{name}: API answered {e.status} {e.reason}: {_message(e)}") from e
-        except Urllib3Error as e:
-            raise ClusterError(f"delete pod {namespace}/{name}: cannot reach the API server: {e}") from e
-        return True
+            deleted = self._call(
+                f"delete pod {namespace}/{name}",
+                self.core.delete_namespaced_pod,
+                name,
+                namespace,
+                body=body,
+                grace_period_seconds=0,
+                missing_ok=True,
+            )
+        except ConflictError:
+            current = self.get_pod(namespace, name)
+            if current is not None and current["metadata"].get("uid") == uid:
+                raise  # our incarnation is still there: a conflict we do not understand, never a success
+            return False
+        return deleted is not None
 
     # -- owners -------------------------------------------------------------------------------
     def get_replicaset(self, namespace: str, name: str):
