@@ -156,9 +156,10 @@ ipmi_port_of() {
     "$state/endpoints.json" "$1" 2>/dev/null
 }
 
+# redfish_get PATH [SECONDS to wait for the answer, default 60]
 redfish_get() {
   printf 'user = "%s:%s"\n' "$(credential username)" "$(credential password)" |
-    curl --silent --show-error --fail --max-time 60 --cacert "$state/ca.crt" -K - \
+    curl --silent --show-error --fail --max-time "${2:-60}" --cacert "$state/ca.crt" -K - \
       "https://$listen_ip:$redfish_port$1"
 }
 
@@ -182,7 +183,9 @@ ensure_redfish() {
   rm -rf "$state/sushy-state"  # the fake driver's own store; systems come from sushy.conf alone
   start_process redfish "$config" "$log" "redfish_serve.py $config" \
     "$python" "$here/redfish_serve.py" "$config"
-  wait_ready redfish "$log" redfish_get /redfish/v1/Systems
+  # 5 s per probe, retried until ready_timeout: a port held by another program that accepts but never answers
+  # is found at the first probe that finds our process gone, not after a 60 s wait.
+  wait_ready redfish "$log" redfish_get /redfish/v1/Systems 5
   say "Redfish up on https://$listen_ip:$redfish_port (pid $(running_pid redfish))"
 }
 
