@@ -4,8 +4,7 @@ kube-apiserver (APIResponseCompression) it gzips an answer only when the request
 
 import gzip
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
@@ -44,14 +43,9 @@ class Apiserver(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def apiserver():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Apiserver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def apiserver(serve):
     Apiserver.seen = []
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    return serve(Apiserver)
 
 
 def test_the_node_list_is_asked_for_compressed_and_read_whole(apiserver):

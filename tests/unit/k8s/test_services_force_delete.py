@@ -6,8 +6,7 @@ answers as kube-apiserver's rest.BeforeDelete does; the lab proves the same on t
 (tests/integration/incident/test_pod_incarnation_lab.py)."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
@@ -61,16 +60,11 @@ class Apiserver(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def cluster():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Apiserver)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+def cluster(serve):
     Apiserver.seen = []
     configuration = kubernetes.client.Configuration()
-    configuration.host = f"http://127.0.0.1:{server.server_address[1]}"
-    yield Cluster(kubernetes.client.ApiClient(configuration))
-    server.shutdown()
-    server.server_close()
+    configuration.host = serve(Apiserver)
+    return Cluster(kubernetes.client.ApiClient(configuration))
 
 
 def test_a_deleted_incarnation_is_deleted_with_grace_zero_and_its_uid(cluster):
