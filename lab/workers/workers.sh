@@ -118,7 +118,10 @@ create_worker() {
 # The real kubelet's node: the files `kubeadm join` leaves, with the lab's node-specific settings
 # (kubeadm's place for them: patches and kubeadm-flags.env):
 #  - config.yaml: the cluster's KubeletConfiguration + cgroupfs, failCgroupV1: false (the host is
-#    cgroup v1, which kubelet v1.35 refuses without it) and containerd's socket;
+#    cgroup v1, which kubelet v1.35 refuses without it), containerd's socket, and eviction thresholds in
+#    bytes: the node's filesystems are the host's disk, shared with everything else on the machine, and the
+#    kubelet's default (imagefs.available<15%) evicted every lab pod once the host disk had less than 15% of its
+#    size free (DiskPressure);
 #  - kubeadm-flags.env: --node-ip (the node runs every lab workload, db included: its CSI node
 #    plugin nodeguard-csi-node stages and publishes the db volumes, docs/lab.md);
 #  - the CNI bridge with the node's pod CIDR 10.244.N.0/24;
@@ -140,7 +143,9 @@ create_real_worker() {
 import sys, yaml
 config = yaml.safe_load(open(sys.argv[1]))
 config.update(cgroupDriver="cgroupfs", failCgroupV1=False,
-              containerRuntimeEndpoint="unix:///run/containerd/containerd.sock")
+              containerRuntimeEndpoint="unix:///run/containerd/containerd.sock",
+              evictionHard={"memory.available": "100Mi", "nodefs.available": "1Gi", "imagefs.available": "1Gi",
+                            "nodefs.inodesFree": "5%", "imagefs.inodesFree": "5%"})
 open(sys.argv[2], "w").write(yaml.safe_dump(config, sort_keys=True))
 PY
   echo "KUBELET_KUBEADM_ARGS=\"--node-ip=$(worker_ip "$i")\"" \
