@@ -12,6 +12,7 @@
 #
 #   scripts/integration.sh                       the whole suite, two private labs
 #   scripts/integration.sh [pytest args...]      one private lab, e.g. scripts/integration.sh -k controlplane
+#                                                or scripts/integration.sh tests/integration/lab/test_workers.py
 #   NODEGUARD_TEST_LAB=name                      the (first) private lab's name (default ngtest; the second: <name>2)
 #   NODEGUARD_LAB_KEEP=1 scripts/integration.sh  keep the private labs up afterwards (for debugging;
 #                                                bench/isolated-lab.sh down with the same name removes one)
@@ -94,7 +95,12 @@ pytest=("$repo/.venv/bin/pytest" -v -rfEs --durations=15 -p no:cacheprovider)
 echo "integration: private lab $first_lab (stock settings); the user's lab is not touched"
 if [ $# -gt 0 ]; then
   in_lab "$first_lab" up
-  in_lab "$first_lab" run "${pytest[@]}" tests/integration "$@"
+  # A test path among the arguments says what to run; without one, pytest collects all of tests/integration.
+  targets=(tests/integration)
+  for arg in "$@"; do
+    case $arg in tests/*) targets=(); break ;; esac
+  done
+  in_lab "$first_lab" run "${pytest[@]}" "${targets[@]}" "$@"
   exit
 fi
 
