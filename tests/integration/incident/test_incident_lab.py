@@ -241,7 +241,7 @@ def test_refusals_while_partitioned(lab, remediator, db_worker):
     assert_refused_unchanged(lab, db_worker, result, before, "refused [storm]")
 
     result = playbook(remediator, "node-outage", db_worker, check=True, node_outage_fence=True)
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert result.returncode == 0, lab.playbook_failure(result.stdout)
     assert_unchanged(lab, db_worker, before)
     assert lab.container_state(db_worker) == "running"
     assert "fence | pending | power off via redfish (reads ON now)" in result.stdout
@@ -327,7 +327,7 @@ def test_fenced_outage_killed_after_taint_completes_on_rerun(lab, remediator, db
     assert has_taint(lab, db_worker)
     assert len(taint_events(lab, db_worker)) == 1
     result = playbook(remediator, "node-outage", db_worker)
-    assert result.returncode == 0 and "outage already complete" in result.stdout, result.stdout[-3000:]
+    assert result.returncode == 0 and "outage already complete" in result.stdout, lab.playbook_failure(result.stdout)
 
     replacement = lab.core().read_namespaced_pod(old_db.metadata.name, NAMESPACE)
     assert replacement.metadata.uid != old_db.metadata.uid
@@ -349,7 +349,7 @@ def test_recover_removes_the_taint_once_the_node_is_back(lab, remediator, db_wor
     lab.power_on(db_worker)
     lab.wait_for(lambda: lab.node_ready(db_worker), timeout=120, interval=2, what=f"{db_worker} Ready")
     result = playbook(remediator, "node-recover", db_worker)
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, lab.playbook_failure(result.stdout)
     assert not has_taint(lab, db_worker)
     closed = record(lab, db_worker)
     assert closed["phase"] == "recovered"

@@ -123,7 +123,7 @@ def test_recovery_with_an_unchanged_boot_id_is_refused(lab, remediator, db_worke
         node_outage_allow_manual_attestation=True,
         node_outage_power_by_node={db_worker: false_attestation(db_worker)},
     )
-    assert result.returncode == 0, result.stdout[-4000:]
+    assert result.returncode == 0, lab.playbook_failure(result.stdout)
     tainted = record(lab, db_worker)
     assert tainted["phase"] == "outage-complete"
     assert tainted["identity"]["boot_id"] == boot_before and tainted["identity"]["system_uuid"]

@@ -119,7 +119,7 @@ def test_a_powered_off_worker_is_failed_over_while_still_ready(lab, remediator):
                           node_outage_proof_timeout=60)
         finished = time.time()
         output = result.stdout + result.stderr
-        assert result.returncode == 0, output[-4000:]
+        assert result.returncode == 0, lab.playbook_failure(output)
         rec = record(lab, target)
         assert rec["trigger"] == "power-event" and rec["phase"] == "outage-complete", rec
         assert rec["power_event"]["ready_since"], "the run did not see the node Ready"
