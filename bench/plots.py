@@ -74,7 +74,9 @@ def cost_chart(cost: list[dict], path: Path, requested: dict | None = None) -> N
         axes.set_title(title)
         axes.grid(True, which="both", alpha=0.3)
     writes.legend(fontsize=7)
-    figure.suptitle("Control-plane write cost per profile (measured, 60s windows; dashed: requested heartbeat writes/s)")
+    windows = sorted({f"{c['seconds']:g}" for c in cost if "seconds" in c})
+    figure.suptitle(f"Control-plane write cost per profile (measured, {'/'.join(windows) or '?'} s windows; "
+                    "dashed: heartbeat writes/s asked for, modelled)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -3,9 +3,10 @@
 results.json (issue 5): kubernetes_version, machine, date,
   timelines: [{profile, trigger, metric, median_s, p50_s, p95_s, min_s, max_s, runs[, note][, kubelet]}] (kubelet
     "real": the row of the runs whose victim ran the real kubelet, never mixed with the stand-in row of the same
-    profile; trigger: what started node-outage in the row's runs, see TRIGGERS; p50/p95: nearest rank, see
-    percentile),
-  cost: [{profile, nodes, write_rps, write_bytes_per_s, etcd_db_growth_bytes_per_min}],
+    profile; trigger: what started node-outage in the row's runs, see TRIGGERS; p50/p95: nearest rank over every
+    run, a run that never reached the milestone counting as later than all others, see spread),
+  cost: [{profile, nodes, seconds, write_rps, write_bytes_per_s, etcd_db_growth_bytes_per_min,
+          achieved_heartbeat_rps, requested_heartbeat_rps, status_reports_per_node, saturated[, same_settings_as]}],
   incident: {pods, cluster_nodes, cluster_pods, own_seconds, api_requests},
   dead_connections: [{setting, metric, sysctls, predicted_s, median_s, min_s, max_s, difference_pct, runs,
                       errors[, note]}] (bench/deadconn.py: the model's prediction next to the kernel's time).
@@ -82,6 +83,12 @@ SCHEMA = {
                     "write_rps": {"type": "number"},
                     "write_bytes_per_s": {"type": "number"},
                     "etcd_db_growth_bytes_per_min": {"type": "number"},
+                    "seconds": {"type": "number"},
+                    "achieved_heartbeat_rps": {"type": "number"},
+                    "requested_heartbeat_rps": {"type": "number"},
+                    "status_reports_per_node": {"type": "number"},
+                    "saturated": {"type": "array", "items": {"type": "string"}},
+                    "same_settings_as": {"type": "string"},
                 },
                 "additionalProperties": False,
             },
@@ -138,14 +145,21 @@ def percentile(observed: list[float], percent: float) -> float:
 
 
 def spread(samples: list[float | None]) -> dict:
-    """Median, p50, p95 (nearest rank), min and max of the observed values (None = not observed within the cap)."""
+    """Median, min and max of the observed values (None = not observed within the cap), and p50 and p95 (nearest
+    rank) of every run: a run that never reached the milestone is later than every other, so a percentile whose rank
+    falls on one is None (not reached), never the value of a faster run."""
     observed = [s for s in samples if s is not None]
     if not observed:
         return {"median_s": None, "p50_s": None, "p95_s": None, "min_s": None, "max_s": None}
+
+    def of_every_run(percent: float) -> float | None:
+        rank = math.ceil(percent / 100 * len(samples))  # as percentile() ranks, over every run
+        return round(sorted(observed)[rank - 1], 2) if rank <= len(observed) else None
+
     return {
         "median_s": round(statistics.median(observed), 2),
-        "p50_s": round(percentile(observed, 50), 2),
-        "p95_s": round(percentile(observed, 95), 2),
+        "p50_s": of_every_run(50),
+        "p95_s": of_every_run(95),
         "min_s": round(min(observed), 2),
         "max_s": round(max(observed), 2),
     }
@@ -238,11 +252,14 @@ def _trigger_entries(mine: list[dict], profile: str, trigger: str) -> list[dict]
     return entries
 
 
-COST_FIELDS = ("profile", "nodes", "write_rps", "write_bytes_per_s", "etcd_db_growth_bytes_per_min")
+COST_FIELDS = ("profile", "nodes", "seconds", "write_rps", "write_bytes_per_s", "etcd_db_growth_bytes_per_min",
+               "achieved_heartbeat_rps", "requested_heartbeat_rps", "status_reports_per_node", "saturated",
+               "same_settings_as")
 
 
 def cost_entries(raw: list[dict]) -> list[dict]:
-    """The issue's fields (and etcd growth, which it also asks for) of every measured window."""
+    """The issue's fields (and etcd growth, which it also asks for) of every measured window, with what its
+    heartbeats got against what they asked for and whether it saturated the lab."""
     return [{key: r[key] for key in COST_FIELDS if key in r} for r in raw if not r.get("refused")]
 
 

@@ -7,22 +7,58 @@ def verdict(value, limit):
     return "met" if value <= limit else "missed"
 
 
-def cost(profile, requested, achieved=1.0):
-    return {"profile": profile, "nodes": 1000, "requested_heartbeat_rps": requested, "achieved_heartbeat_rps": achieved,
-            "etcd_received_bytes_per_s": 1e6}
+def cost(profile, requested, achieved, etcd_bytes=1e6, saturated=()):
+    return {"profile": profile, "nodes": 1000, "seconds": 300.0, "requested_heartbeat_rps": requested,
+            "achieved_heartbeat_rps": achieved, "etcd_received_bytes_per_s": etcd_bytes, "saturated": list(saturated)}
 
 
-def test_power_event_targets_are_15_s_after_power_off_and_a_fifth_of_seed_001s_heartbeat_requests():
+def test_power_event_targets_are_15_s_after_power_off_and_a_fifth_of_seed_001s_heartbeats_got():
     medians = {("power-event", "statefulset_replaced"): 14.0, ("power-event", "deployment_replaced"): 16.0}
-    by_cost = {("power-event", 1000): cost("power-event", 103.33), ("seed-001", 1000): cost("seed-001", 1100)}
+    by_cost = {("power-event", 1000): cost("power-event", 103.33, 101.0, 0.1e6),
+               ("seed-001", 1000): cost("seed-001", 1100, 1050, 1.6e6)}
     timing, heartbeats = report.power_event_target_lines(lambda p, m: medians[(p, m)], verdict, by_cost)
     assert "`statefulset_replaced` met" in timing and "`deployment_replaced` missed" in timing
-    assert "**met** (ratio 0.09 ≤ 0.2)" in heartbeats and "103.33 vs 1100" in heartbeats
+    assert "by heartbeat writes got **met** (ratio 0.10 ≤ 0.2), by bytes to etcd **met** (ratio 0.06 ≤ 0.2)" in heartbeats
+    assert "101 vs 1050 heartbeat writes/s, 0.10 vs 1.60 MB/s, in 300 s and 300 s windows" in heartbeats
+    assert "modelled (writes asked for): 103.33 vs 1100 writes/s, ratio 0.09" in heartbeats
+
+
+def test_the_heartbeat_verdict_is_on_what_was_got_not_what_was_asked_for():
+    # asked for, the ratio is 0.09; a seed-001 that kept up but got less than the model says makes it 0.37: missed
+    by_cost = {("fast", 1000): cost("fast", 103.33, 101.0, 0.1e6), ("seed-001", 1000): cost("seed-001", 1100, 273.0)}
+    line = report.cost_target_line(by_cost)
+    assert "by heartbeat writes got **missed** (ratio 0.37 > 0.2), by bytes to etcd **met** (ratio 0.10 ≤ 0.2)" in line
+    assert "ratio 0.09" in line and "saturated" not in line
+
+
+def test_a_ratio_missed_only_because_seed_001_saturated_the_lab_says_so():
+    starved = cost("seed-001", 1100, 273.0, saturated=["heartbeats got 273 of 1100 writes/s asked (25%)"])
+    line = report.cost_target_line({("fast", 1000): cost("fast", 103.33, 101.0), ("seed-001", 1000): starved})
+    assert "by heartbeat writes got **missed on this lab** (ratio 0.37 > 0.2)" in line
+    assert "seed-001 saturated the lab (heartbeats got 273 of 1100 writes/s asked (25%))" in line
+    assert "the measured ratios overstate the other's share" in line
 
 
 def test_power_event_heartbeat_target_without_both_measurements_says_not_measured():
-    lines = report.power_event_target_lines(lambda p, m: 10.0, verdict, {("power-event", 1000): cost("power-event", 103.33)})
+    lines = report.power_event_target_lines(lambda p, m: 10.0, verdict, {("power-event", 1000): cost("power-event", 103.33, 100.0)})
     assert lines[-1].endswith("not measured")
+
+
+def test_the_cost_table_marks_a_saturated_window_and_a_shared_one():
+    window = {"seconds": 300.0, "write_rps": 110.0, "achieved_heartbeat_rps": 101.0, "requested_heartbeat_rps": 103.33,
+              "status_reports_per_node": 1.0, "write_bytes_per_s": 9.0, "etcd_received_bytes_per_s": 5.0,
+              "etcd_db_growth_bytes_per_min": 2048.0, "not_ready_nodes_at_end": 0, "load_average_1m": [1.0, 2.0]}
+    raw = [
+        {**window, "profile": "kubernetes-default", "nodes": 1000, "saturated": []},
+        {**window, "profile": "power-event", "nodes": 1000, "saturated": [], "same_settings_as": "kubernetes-default"},
+        {**window, "profile": "seed-001", "nodes": 1000, "saturated": ["25 node(s) NotReady at the end"]},
+        {"profile": "aggressive", "nodes": 1000, "refused": "the heartbeat budget"},
+    ]
+    rows = {line.split(" | ")[0].strip("| "): line for line in report.cost_table(raw)[2:]}
+    assert rows["kubernetes-default"].endswith("| no |") and "| 300 s |" in rows["kubernetes-default"]
+    assert "300 s (the same settings as kubernetes-default: its window)" in rows["power-event"]
+    assert rows["seed-001"].endswith("| **yes**: 25 node(s) NotReady at the end |")
+    assert "not measured: the model refuses it (the heartbeat budget)" in rows["aggressive"]
 
 
 def test_added_profiles_keep_the_earlier_machine_and_name_this_one_for_them():
@@ -126,3 +162,20 @@ def test_every_remediated_run_has_its_phases_on_the_page():
     assert len(lines) == 3
     assert lines[2] == "| 1 | fast | node-watch.yml | 4.6 | 5.1 | 6 | 25.8 | 26 | 26.1 | 26.9 | 28 |"
     assert report.phase_table([]) == ["Not measured."]
+
+
+def test_the_rulebook_targets_judge_p50_and_p95_of_the_shipped_triggers_rows_only():
+    rows = [
+        {**trow("power-event", "statefulset_replaced", 7.5, "power-events.yml", p95=12.5, runs=20), "p50_s": 7.5},
+        {**trow("fast", "statefulset_replaced", 19.0, "node-watch.yml", p95=None, runs=20), "p50_s": 19.0, "p95_s": None},
+        # the benchmark's own watch is faster, and is no target's row
+        {**trow("fast", "statefulset_replaced", 12.0, "bench-watch", runs=5), "p50_s": 12.0},
+        {**trow("kubernetes-default", "statefulset_replaced", 80.0, "node-watch.yml", runs=5), "p50_s": 80.0},
+    ]
+    power, fast, default = report.rulebook_target_lines({"timelines": rows})
+    assert "p50 **met** (7.5 s ≤ 8 s); p95 **missed** by 0.5 s (12.5 s > 12 s) (n=20)" in power
+    assert "p50 **met** (19 s ≤ 20 s); p95 **missed**: its rank falls on a run that never reached Ready" in fast
+    assert "p50 **missed** by 5.0 s (80 s > 75 s) (n=5, fewer than the 20 runs the target asks for)" in default
+    assert "p95" not in default
+    (missing,) = report.rulebook_target_lines({"timelines": rows[1:]})[:1]
+    assert missing.endswith("`power-event` through `power-events.yml`, StatefulSet RWO pod Ready after power-off: not measured")

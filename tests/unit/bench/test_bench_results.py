@@ -18,8 +18,12 @@ def run(profile, remediated, milestones, cap=90.0, disturbed=(), attempts=None):
 OK = [{"rc": 2}, {"rc": 0}]
 
 
-def test_spread_is_median_percentiles_min_max_of_observed_values():
-    assert results.spread([3.0, 1.0, 2.0, None]) == {"median_s": 2.0, "p50_s": 2.0, "p95_s": 3.0, "min_s": 1.0, "max_s": 3.0}
+def test_spread_is_median_min_max_of_observed_values_and_percentiles_of_every_run():
+    # the run that never reached it is the slowest of four: p95 (rank 4) falls on it, p50 (rank 2) does not
+    assert results.spread([3.0, 1.0, 2.0, None]) == {"median_s": 2.0, "p50_s": 2.0, "p95_s": None, "min_s": 1.0, "max_s": 3.0}
+    twenty = [float(n) for n in range(1, 20)] + [None]  # one of 20 never reached: p95 (rank 19) is the 19th
+    assert results.spread(twenty)["p95_s"] == 19.0
+    assert results.spread([*twenty[:18], None, None])["p95_s"] is None
     # an even n: the median averages the middle two, the nearest-rank p50 is the lower one
     assert results.spread([1.0, 4.0]) == {"median_s": 2.5, "p50_s": 1.0, "p95_s": 4.0, "min_s": 1.0, "max_s": 4.0}
 
