@@ -186,17 +186,40 @@ def wait_not_ready(node: str, timeout: float = 120) -> float:
     raise SystemExit(f"incident: {node} did not turn NotReady within {timeout:.0f}s")
 
 
-def audit_requests(since_line: int) -> Counter:
-    """Requests of the audited identity logged after line since_line, by verb."""
-    verbs: Counter = Counter()
-    with open(scale.STATE / "audit.log", encoding="utf-8") as handle:
+def audit_events(since_line: int, path: Path | None = None):
+    """The completed requests the audit log holds after line since_line."""
+    with open(path or scale.STATE / "audit.log", encoding="utf-8") as handle:
         for number, line in enumerate(handle):
-            if number < since_line:
-                continue
-            event = json.loads(line)
-            if event.get("user", {}).get("username") == scale.AUDITED_USER and event.get("stage") == "ResponseComplete":
-                verbs[event["verb"]] += 1
-    return verbs
+            if number >= since_line:
+                event = json.loads(line)
+                if event.get("stage") == "ResponseComplete":
+                    yield event
+
+
+def audit_requests(since_line: int, path: Path | None = None) -> Counter:
+    """Requests of the audited identity logged after line since_line, by verb."""
+    return Counter(e["verb"] for e in audit_events(since_line, path) if e.get("user", {}).get("username") == scale.AUDITED_USER)
+
+
+def pod_deletes(since_line: int, path: Path | None = None) -> dict:
+    """Pods deleted after line since_line, by who deleted them: {user: {"force": n, "graceful": n}}, the audited
+    identity named node-outage. Only deletes
+    the apiserver carried out count (2xx; a 404 or a refused UID precondition removed nothing). A force-delete
+    asks for gracePeriodSeconds 0 (in its DeleteOptions or its query); a graceful one, as the taint eviction
+    sends, only marks the pod terminating."""
+    deletes: dict = {}
+    for event in audit_events(since_line, path):
+        reference = event.get("objectRef") or {}
+        if event.get("verb") != "delete" or reference.get("resource") != "pods" or reference.get("subresource"):
+            continue
+        if not 200 <= (event.get("responseStatus") or {}).get("code", 0) < 300:
+            continue
+        options = event.get("requestObject") or {}
+        force = options.get("gracePeriodSeconds") == 0 or "gracePeriodSeconds=0" in event.get("requestURI", "")
+        username = event.get("user", {}).get("username", "?")
+        user = deletes.setdefault("node-outage" if username == scale.AUDITED_USER else username, {"force": 0, "graceful": 0})
+        user["force" if force else "graceful"] += 1
+    return deletes
 
 
 def audit_lines() -> int:
@@ -307,6 +330,7 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
     node_list = node_list_bytes(nodes)
     time.sleep(2)  # the audit backend writes in batches
     verbs = audit_requests(before)
+    deletes = pod_deletes(before)
     waits = wait_seconds(record)
     entry = {
         "pods": on_node, "cluster_nodes": nodes, "cluster_pods": pods, "profile": profile,
@@ -321,6 +345,9 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
         "node_list_bytes": node_list,
         "bytes_model": bytes_model(wire["bytes_received"], nodes, node_list["gzip_per_node"]) if outcome == "ok" else None,
         "wall_seconds": round(wall, 2), "wait_seconds": waits, "record_steps": record.get("steps"), "requests_by_verb": dict(verbs),
+        # Who removed the victim's pods: node-outage (the audited identity) or the controller manager, whose PodGC
+        # force-deletes the terminating pods of an out-of-service node and can take some before node-outage does.
+        "pod_deletes_by_user": deletes,
         "outcome": outcome, "load_average_1m": round(os.getloadavg()[0], 2),
         "trigger": "power-event" if power_event else "heartbeat",
     }

@@ -277,19 +277,28 @@ def cost_table(raw_cost: list[dict]) -> list[str]:
     return lines
 
 
+def pod_deletes_cell(deletes: dict | None) -> str:
+    """Who removed the victim's pods (bench/incident.py's pod_deletes_by_user)."""
+    if deletes is None:
+        return "not recorded"
+    return "; ".join(f"{user}: {counts['force']} force, {counts['graceful']} graceful"
+                     for user, counts in sorted(deletes.items())) or "none"
+
+
 def incident_table(raw: dict | None) -> list[str]:
     if not raw:
         return ["Not measured."]
     lines = [
-        "| pods on the node | cluster nodes | cluster pods | own seconds | API requests | by verb | wall seconds | waits (s) | outcome |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| pods on the node | cluster nodes | cluster pods | own seconds | API requests | by verb | pod deletes by who "
+        "| wall seconds | waits (s) | outcome |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in raw.get("runs", [raw]):
         lines.append(
             f"| {r['pods']} | {r['cluster_nodes']} | {r['cluster_pods']} | {_s(r['own_seconds'])} "
             f"| {r['api_requests'] if r['api_requests'] is not None else '—'} "
-            f"| {json.dumps(r.get('requests_by_verb', {}))} | {_s(r.get('wall_seconds'))} "
-            f"| {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} |"
+            f"| {json.dumps(r.get('requests_by_verb', {}))} | {pod_deletes_cell(r.get('pod_deletes_by_user'))} "
+            f"| {_s(r.get('wall_seconds'))} | {json.dumps(r.get('wait_seconds', {}))} | {r.get('outcome', '')} |"
         )
     return lines
 
@@ -693,8 +702,12 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "How it is measured (bench/incident.py): scale mode with the `kubernetes-default` profile; the pods are created bound "
         "(no scheduler) and kwok runs them. Power-off of the node is kwok no longer managing it. Once the node is "
         "NotReady for the playbook's 60 s proof, node-outage.yml runs with its own token; the apiserver's audit "
-        "policy logs only that identity, so `API requests` is exactly the playbook's requests (audit events at "
-        "ResponseComplete). `own seconds` is the playbook's wall time (ansible-playbook start to exit) minus the "
+        "policy logs every request of that identity and, from everyone else, only pod deletes, so `API requests` is "
+        "exactly the playbook's requests (audit events at ResponseComplete). `pod deletes by who`: the pod deletes "
+        "the apiserver carried out after the run's start, by identity (node-outage; `nodeguard-scale-admin` is the "
+        "controller manager in scale mode, whose taint eviction deletes gracefully and whose PodGC force-deletes the "
+        "terminating pods of an out-of-service node, racing node-outage's own force-deletes). `own seconds` is the playbook's "
+        "wall time (ansible-playbook start to exit) minus the "
         "steps that wait for Kubernetes (delete-pods, detach-volumes, verify-replacements, from the incident record). "
         "Power proof: manual attestation (scale-mode nodes have no BMC).",
         "",

@@ -114,12 +114,18 @@ def kubeconfig() -> str:
 
 
 # A second identity, audited: the incident benchmark runs node-outage.yml with it, and the audit
-# log then holds exactly the requests the playbook made (and nothing from kwok or the controllers).
+# log then holds every request the playbook made. From everyone else it holds only pod deletes, with
+# their options (gracePeriodSeconds 0 is a force-delete), so that the benchmark can say who removed
+# the victim's pods: node-outage, or the controller manager (its PodGC force-deletes the terminating
+# pods of a node with the out-of-service taint).
 AUDITED_USER = "nodeguard-bench-incident"
 AUDIT_POLICY = f"""apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
 rules:
+- level: Request
+  verbs: [delete]
+  resources: [{{group: "", resources: [pods]}}]
 - level: Metadata
   users: [{AUDITED_USER}]
 - level: None

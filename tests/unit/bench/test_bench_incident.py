@@ -1,6 +1,7 @@
 """bench/incident.py's byte count (issue 23, item 5): a TCP pass-through that counts what the playbook's API client
 really receives and sends, each byte once, and forwards it unchanged (the TLS session stays end to end)."""
 
+import json
 import socket
 import threading
 from pathlib import Path
@@ -71,3 +72,30 @@ def test_the_bytes_model_keeps_the_fixed_part_and_scales_the_node_lists():
     assert model["fixed_bytes"] == 250_000 and model["full_node_reads"] == incident.OUTAGE_FULL_NODE_READS == 3
     assert model["at_1000_nodes"] == 250_000 + 3 * 500 * 1000
     assert model["at_5000_nodes"] == 250_000 + 3 * 500 * 5000
+
+
+def audit_event(user, verb, code, resource="pods", grace=None, uri="/api/v1/namespaces/bench/pods/p", stage="ResponseComplete"):
+    event = {"stage": stage, "verb": verb, "user": {"username": user}, "requestURI": uri,
+             "objectRef": {"resource": resource, "namespace": "bench", "name": "p"}, "responseStatus": {"code": code}}
+    if grace is not None:
+        event["requestObject"] = {"kind": "DeleteOptions", "gracePeriodSeconds": grace}
+    return event
+
+
+def test_pod_deletes_say_who_removed_the_pods_and_how(tmp_path: Path):
+    log = tmp_path / "audit.log"
+    events = [
+        audit_event("nodeguard-scale-admin", "delete", 200),  # logged before the run: not counted
+        audit_event(incident.scale.AUDITED_USER, "delete", 200, grace=0),
+        audit_event(incident.scale.AUDITED_USER, "delete", 409, grace=0),  # a refused UID precondition removed nothing
+        audit_event(incident.scale.AUDITED_USER, "delete", 404, grace=0),  # already gone
+        audit_event("nodeguard-scale-admin", "delete", 200),  # the taint eviction: graceful, the pod turns terminating
+        audit_event("nodeguard-scale-admin", "delete", 200, grace=0),  # PodGC: a force-delete in its options
+        audit_event("nodeguard-scale-admin", "delete", 200, uri="/api/v1/namespaces/bench/pods/q?gracePeriodSeconds=0"),  # or its query
+        audit_event("nodeguard-scale-admin", "delete", 200, grace=0, stage="ResponseStarted"),
+        audit_event("nodeguard-scale-admin", "delete", 200, resource="leases", grace=0),
+        audit_event(incident.scale.AUDITED_USER, "get", 200),
+    ]
+    log.write_text("".join(json.dumps(e) + "\n" for e in events))
+    assert incident.pod_deletes(1, log) == {"node-outage": {"force": 1, "graceful": 0}, "nodeguard-scale-admin": {"force": 2, "graceful": 1}}
+    assert incident.audit_requests(1, log) == {"delete": 3, "get": 1}
