@@ -104,6 +104,15 @@ args:
   returned: success
   type: list
   elements: str
+flags:
+  description:
+    - The component's flags after the change (or as they would be in check mode), each with the value the component
+      uses (the last one it reads); null for a bare C(--flag). Only the words after the component's binary, never a
+      wrapper's (kOps' go-runner). Secret-looking values are masked.
+    - Read this to find where the component serves, for example C(advertise-address) and C(secure-port).
+  returned: success
+  type: dict
+  sample: {"advertise-address": "10.0.0.11", "secure-port": "6443", "service-account-key-file": "/etc/kubernetes/pki/sa.pub"}
 backup_file:
   description: Backup of the manifest taken before it was changed.
   returned: changed and O(backup=true) and not in check mode
@@ -121,7 +130,7 @@ previous_checksum:
 
 import os
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, redact_command, run_file_module
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, redact_command, redact_flags, run_file_module
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import static_pod
 
 OPTIONS = {
@@ -146,6 +155,7 @@ def plan(params) -> FileEdit:
         report=lambda document: {
             "command": redact_command(static_pod.command_of(document, container, path)),
             "args": redact_command(static_pod.args_of(document, container, path)),
+            "flags": redact_flags(static_pod.component_flags(document, container, path)),
         },
         backup_dir=default_backup_dir(path),
     )

@@ -4,6 +4,7 @@ import hashlib
 import os
 import pathlib
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.files import REDACTED
 from ansible_collections.nodeguard.failover.plugins.modules import static_pod_flags
 
 KCM_FLAGS = {"node-monitor-period": "2s", "node-monitor-grace-period": "20s"}
@@ -152,3 +153,19 @@ def test_commented_manifest_changes_only_the_owned_lines(run_module, copy_fixtur
     assert "    image: registry.k8s.io/kube-scheduler:v1.30.4  \n" in expected  # trailing spaces kept
     again = run_module(static_pod_flags, args)
     assert again["changed"] is False and path.read_text() == expected
+
+
+def test_returns_the_components_flags_only_with_the_value_it_uses_and_secrets_masked(run_module, copy_fixture):
+    apiserver = run_module(static_pod_flags, {"path": str(manifest(copy_fixture, "kube-apiserver.yaml")), "flags": {}})
+    assert apiserver["flags"]["advertise-address"] == "10.89.77.10" and apiserver["flags"]["secure-port"] == "6443"
+    # kOps runs go-runner with flags of its own before the binary: those are not the component's
+    kops = manifest(copy_fixture, "kube-controller-manager-kops-go-runner.manifest")
+    flags = run_module(static_pod_flags, {"path": str(kops), "container": "kube-controller-manager", "flags": {}})["flags"]
+    assert "log-file" not in flags and "also-stdout" not in flags
+    assert flags["leader-elect"] == "true" and flags["cluster-name"] == "ha.example.k8s.local"
+    # where a key is kept is not a secret; a secret given inline is masked
+    assert flags["service-account-private-key-file"] == "/srv/kubernetes/kube-controller-manager/service-account.key"
+    secret = run_module(static_pod_flags, {"path": str(kops), "container": "kube-controller-manager",
+                                           "flags": {"bootstrap-token": "abcdef.0123456789abcdef"}})
+    assert secret["flags"]["bootstrap-token"] == REDACTED
+    assert "0123456789abcdef" not in str(secret)

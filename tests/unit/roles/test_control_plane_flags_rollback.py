@@ -58,7 +58,8 @@ def components(restored):
 
 def changed(path):
     return {"changed": True, "path": path, "backup_file": f"/etc/kubernetes/nodeguard-backups/{os.path.basename(path)}.1~",
-            "command": ["kube-apiserver", "--advertise-address=10.0.0.5", "--secure-port=6443"]}
+            "command": ["kube-apiserver", "--advertise-address=10.0.0.5", "--secure-port=6443"],
+            "flags": {"advertise-address": "10.0.0.5", "secure-port": "6443"}}
 
 
 def test_a_failed_controller_manager_gets_its_manifest_back_and_is_waited_for(render):
