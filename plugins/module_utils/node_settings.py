@@ -94,6 +94,7 @@ class Reader:
         self.settings = {"kubelet": {}, "kube_controller_manager": {}, "kube_controller_manager_feature_gates": {},
                          "kube_apiserver": {}}
         self.control_plane = False
+        self.kubernetes_version = ""  # what the kube-apiserver static pod's image tag names (kubeadm)
 
     def document(self, path: str, required: bool = False):
         if not os.path.exists(path):
@@ -126,6 +127,8 @@ def read_kubeadm(reader: Reader, paths: Paths, _distribution: str) -> None:
         document = reader.document(path)
         flags[component] = static_pod.read_flags(document, component, path) if document is not None else {}
         reader.control_plane = reader.control_plane or document is not None
+        if component == "kube-apiserver" and document is not None:
+            reader.kubernetes_version = static_pod.image_version(document, component, path)
     reader.component_flags(flags["kube-controller-manager"], flags["kube-apiserver"], paths.manifests_dir)
     reader.kubelet_file(paths.kubelet_config)
 
@@ -187,6 +190,7 @@ def read_node(params: dict) -> dict:
         "distribution": distribution,
         "role": "config_host" if distribution == "rke1" else "control_plane" if reader.control_plane else "worker",
         "settings": settings,
+        "kubernetes_version": reader.kubernetes_version,
         "files": reader.files,
         "missing": reader.missing,
     }

@@ -108,6 +108,13 @@ settings:
     kube_controller_manager_feature_gates: {}
     kube_apiserver: {default-unreachable-toleration-seconds: "30"}
     sysctl: {net.ipv4.tcp_retries2: "15"}
+kubernetes_version:
+  description:
+    - The Kubernetes version the kube-apiserver static pod's image tag names, without its C(v), on a kubeadm control
+      plane node; empty elsewhere, or when the tag names no version (a digest only, a custom tag).
+  returned: success
+  type: str
+  sample: 1.35.4
 files:
   description: The files the settings were read from, in the order they were read.
   returned: success

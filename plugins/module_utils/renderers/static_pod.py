@@ -17,6 +17,7 @@ them, else in ``command``, which is after the component's binary either way.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import namedtuple
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
@@ -83,6 +84,17 @@ def read_flags(document, container: str, source: str) -> dict:
     """Current flags of a container's process: ``{name: [value, ...]}`` in the order it reads them (None for a bare ``--flag``)."""
     places = process_words(find_container(document, container, source), container, source)
     return flaglib.read_list([items[number] for items, number in places], "--")
+
+
+def image_version(document, container: str, source: str) -> str:
+    """The version the container's image tag names, without its ``v`` (registry.k8s.io/kube-apiserver:v1.35.4 ->
+    1.35.4; a digest after ``@`` is ignored), or "" when the image has no tag that starts with one."""
+    image = str(find_container(document, container, source).get("image") or "").split("@", 1)[0]
+    name, _colon, tag = image.rpartition(":")
+    tag = tag.removeprefix("v")
+    if not name or "/" in tag or not re.match(r"[0-9]+[.][0-9]+[.][0-9]+", tag):
+        return ""  # no tag (a colon before a slash is a registry's port), or a tag that names no version
+    return tag
 
 
 def component_flags(document, container: str, source: str) -> dict:

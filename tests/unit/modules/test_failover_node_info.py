@@ -113,3 +113,24 @@ def test_real_ansible_run(ansible_adhoc, kubeadm_root):
     result = ansible_adhoc("failover_node_info", {"root": str(kubeadm_root)}, check=True)
     assert result["distribution"] == "kubeadm", result
     assert result["settings"]["kube_controller_manager_feature_gates"]["SomeAlphaGate"] is False
+
+
+def test_kubeadm_control_plane_says_the_version_its_apiserver_image_names(run_module, kubeadm_root):
+    assert run_module(failover_node_info, {"root": str(kubeadm_root)})["kubernetes_version"] == "1.35.4"
+    manifest = kubeadm_root / "etc/kubernetes/manifests/kube-apiserver.yaml"
+    text = manifest.read_text()
+    for image, version in [
+        ("registry.example:5000/kube-apiserver:v1.36.1@sha256:" + "a" * 64, "1.36.1"),  # a registry port, a digest
+        ("registry.example:5000/kube-apiserver", ""),  # no tag: the colon is the registry's port
+        ("registry.k8s.io/kube-apiserver@sha256:" + "b" * 64, ""),  # a digest only
+        ("registry.example/kube-apiserver:stable", ""),  # a tag that names no version
+    ]:
+        manifest.write_text(text.replace("registry.k8s.io/kube-apiserver:v1.35.4", image))
+        assert run_module(failover_node_info, {"root": str(kubeadm_root)})["kubernetes_version"] == version, image
+
+
+def test_a_worker_and_rke2_say_no_version(run_module, kubeadm_root, rke2_root):
+    for name in ("kube-controller-manager.yaml", "kube-apiserver.yaml"):
+        (kubeadm_root / "etc/kubernetes/manifests" / name).unlink()
+    assert run_module(failover_node_info, {"root": str(kubeadm_root), "distribution": "kubeadm"})["kubernetes_version"] == ""
+    assert run_module(failover_node_info, {"root": str(rke2_root)})["kubernetes_version"] == ""
