@@ -74,8 +74,9 @@ def cost_chart(cost: list[dict], path: Path, requested: dict | None = None) -> N
         axes.set_title(title)
         axes.grid(True, which="both", alpha=0.3)
     writes.legend(fontsize=7)
-    windows = sorted({f"{c['seconds']:g}" for c in cost if "seconds" in c})
-    figure.suptitle(f"Control-plane write cost per profile (measured, {'/'.join(windows) or '?'} s windows; "
+    windows = sorted({round(c["seconds"]) for c in cost if "seconds" in c})
+    window = "?" if not windows else f"{windows[0]}" if len(windows) == 1 else f"{windows[0]}-{windows[-1]}"
+    figure.suptitle(f"Control-plane write cost per profile (measured, {window} s windows; "
                     "dashed: heartbeat writes/s asked for, modelled)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)
