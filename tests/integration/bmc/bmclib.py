@@ -48,6 +48,12 @@ def running_machine(name: str, image: str) -> Iterator[str]:
         podman("rm", "--force", "--time", "0", name, check=False)
 
 
+# podman's states of a container whose processes are gone: "stopped" until podman's cleanup has run, then "exited".
+# The emulator's power-off returns at the first one (lab/bmc/container_power.py: off is "not powered"), so a test
+# that reads right after it sees either (ci11 read "stopped").
+POWERED_OFF = ("exited", "stopped")
+
+
 def container_status(name: str) -> str:
     result = podman("container", "inspect", "--format", "{{.State.Status}}", name, check=False)
     return result.stdout.strip() if result.returncode == 0 else "absent"
