@@ -75,7 +75,7 @@ def detect(paths: Paths, declared: str) -> str:
 
 def _last_values(flags: dict) -> dict:
     """{flag: [values]} -> {flag: last value}; a bare --flag counts as "true"."""
-    return {name: ("true" if values[-1] is None else values[-1]) for name, values in flags.items() if values}
+    return {name: "true" if value is None else value for name, value in flaglib.last_values(flags).items()}
 
 
 def _split_gates(flags: dict, where: str):

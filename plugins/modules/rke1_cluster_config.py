@@ -86,6 +86,7 @@ previous_checksum:
 """
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, redact_flags, run_file_module
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import rke1
 
 OPTIONS = {
@@ -101,7 +102,7 @@ def plan(params) -> FileEdit:
         current = rke1.read_settings(document, path)
         return {
             "extra_args": {
-                service: redact_flags({flag: values[-1] for flag, values in flags.items()})
+                service: redact_flags(flaglib.last_values(flags))
                 for service, flags in current.items()
                 if flags
             }

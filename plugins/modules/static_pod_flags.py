@@ -131,6 +131,7 @@ previous_checksum:
 import os
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import FileEdit, redact_command, redact_flags, run_file_module
+from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import static_pod
 
 OPTIONS = {
@@ -155,7 +156,7 @@ def plan(params) -> FileEdit:
         report=lambda document: {
             "command": redact_command(static_pod.command_of(document, container, path)),
             "args": redact_command(static_pod.args_of(document, container, path)),
-            "flags": redact_flags(static_pod.component_flags(document, container, path)),
+            "flags": redact_flags(flaglib.last_values(static_pod.read_flags(document, container, path))),
         },
         backup_dir=default_backup_dir(path),
     )

@@ -167,6 +167,11 @@ def read_list(items, prefix: str) -> dict:
     return current
 
 
+def last_values(flags: dict) -> dict:
+    """``{name: [value, ...]}`` -> ``{name: the last value}``, the one the program uses (None for a bare ``--flag``)."""
+    return {name: values[-1] for name, values in flags.items() if values}
+
+
 def apply_to_list(items, changes: list, prefix: str) -> None:
     """Apply planned changes in place: replace the first occurrence, drop repeats, append new."""
     for name, value in changes:

@@ -97,11 +97,6 @@ def image_version(document, container: str, source: str) -> str:
     return tag
 
 
-def component_flags(document, container: str, source: str) -> dict:
-    """``{name: value}``: each flag with the value the component uses, the last one it reads."""
-    return {name: values[-1] for name, values in read_flags(document, container, source).items()}
-
-
 def _apply(container_doc, container: str, changes: list, source: str) -> None:
     """Apply planned changes: the first occurrence is replaced, repeats dropped, a new flag appended last."""
     for name, value in changes:
