@@ -136,16 +136,16 @@ def main() -> int:
             measured: dict[str, dict] = {}  # same_settings_key -> this node count's window with those settings
             for profile in args.profiles:
                 reason = refusal(profile, nodes)
+                key = None if reason else same_settings_key(profile, nodes)
                 if reason:
                     print(f"cost: {profile} at {nodes} nodes: not measured, the model refuses it: {reason}", flush=True)
                     entry = {"profile": profile, "nodes": nodes, "refused": reason}
-                elif same_settings_key(profile, nodes) in measured:
-                    twin = measured[same_settings_key(profile, nodes)]
+                elif key in measured:
+                    twin = measured[key]
                     print(f"cost: {profile} at {nodes} nodes: the same settings as {twin['profile']}, its window", flush=True)
                     entry = {**twin, "profile": profile, "same_settings_as": twin["profile"]}
                 else:
-                    entry = measure(profile, nodes, args.window)
-                    measured[same_settings_key(profile, nodes)] = entry
+                    entry = measured[key] = measure(profile, nodes, args.window)
                 results = [r for r in results if (r["profile"], r["nodes"]) != (profile, nodes)] + [entry]
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 args.out.write_text(json.dumps(results, indent=1) + "\n")

@@ -203,10 +203,9 @@ def audit_requests(since_line: int, path: Path | None = None) -> Counter:
 
 def pod_deletes(since_line: int, path: Path | None = None) -> dict:
     """Pods deleted after line since_line, by who deleted them: {user: {"force": n, "graceful": n}}, the audited
-    identity named node-outage. Only deletes
-    the apiserver carried out count (2xx; a 404 or a refused UID precondition removed nothing). A force-delete
-    asks for gracePeriodSeconds 0 (in its DeleteOptions or its query); a graceful one, as the taint eviction
-    sends, only marks the pod terminating."""
+    identity named node-outage. Only deletes the apiserver carried out count (2xx; a 404 or a refused UID
+    precondition removed nothing). A force-delete asks for gracePeriodSeconds 0 (in its DeleteOptions or its query);
+    a graceful one, as the taint eviction sends, only marks the pod terminating."""
     deletes: dict = {}
     for event in audit_events(since_line, path):
         reference = event.get("objectRef") or {}

@@ -152,9 +152,11 @@ def spread(samples: list[float | None]) -> dict:
     if not observed:
         return {"median_s": None, "p50_s": None, "p95_s": None, "min_s": None, "max_s": None}
 
+    every_run = [math.inf if s is None else s for s in samples]
+
     def of_every_run(percent: float) -> float | None:
-        rank = math.ceil(percent / 100 * len(samples))  # as percentile() ranks, over every run
-        return round(sorted(observed)[rank - 1], 2) if rank <= len(observed) else None
+        value = percentile(every_run, percent)
+        return None if value == math.inf else round(value, 2)
 
     return {
         "median_s": round(statistics.median(observed), 2),
