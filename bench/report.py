@@ -347,7 +347,7 @@ RULEBOOK_TARGETS = (
     ("fast", results_module.NODE_WATCH, 20, 25),
     ("kubernetes-default", results_module.NODE_WATCH, 75, None),
 )
-TARGET_RUNS = 20
+TARGET_RUNS = 20  # also how many runs bench/run.sh asks of each targeted row
 
 
 def rulebook_target_lines(results: dict) -> list[str]:
