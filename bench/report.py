@@ -16,8 +16,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 import deadconn  # noqa: E402
+import lablib  # noqa: E402
 import plots  # noqa: E402
 import profiles  # noqa: E402
 import results as results_module  # noqa: E402
@@ -549,8 +551,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "--power-event --out docs/benchmarks/raw/incident.json",
         "    # 3. control-plane cost, scale mode",
         "    .venv/bin/python bench/cost.py --nodes 100 1000 --window 300 --out docs/benchmarks/raw/cost.json",
-        "    # 4. this page, results.json and the plots",
-        "    .venv/bin/python bench/report.py --out docs/benchmarks",
+        "    # 4. this page, results.json, the plots and the top-level README's benchmark section",
+        "    .venv/bin/python bench/report.py --out docs/benchmarks --readme README.md",
         "",
         "## Targets",
         "",
@@ -730,6 +732,78 @@ def dead_connection_lines(results: dict) -> list[str]:
     ]
 
 
+README_START = "<!-- bench-summary:start -->"
+README_END = "<!-- bench-summary:end -->"
+# The README's rows: (label, profile, the shipped trigger of its remediated StatefulSet row, how a user starts it).
+README_ROWS = (
+    ("Kubernetes defaults", "kubernetes-default", results_module.NODE_WATCH,
+     "a cluster never tuned; node-watch.yml starts node-outage, which waits the stock 60 s NotReady"),
+    ("`fast` preset", "fast", results_module.NODE_WATCH,
+     "`tune-failover.yml -e failover_preset=fast`, then node-watch.yml; node-outage waits the recorded 20 s"),
+    ("power event, stock heartbeats", "power-event", results_module.POWER_EVENTS,
+     "the lab BMC's Redfish event, through power-events.yml"),
+)
+
+
+def summary_cell(entry: dict | None, source: str = "") -> str:
+    """p50 and p95 over every run of one row (a run that never got there counts as the slowest), with n."""
+    if entry is None:
+        return "not measured"
+    if entry["median_s"] is None:
+        return f"never{source} (n={entry['runs']})"
+    p95 = f"{_s(entry['p95_s'])} s" if entry.get("p95_s") is not None else "not reached"
+    return f"p50 {_s(entry['p50_s'])} s, p95 {p95}{source} (n={entry['runs']})"
+
+
+def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None) -> list[str]:
+    """The top-level README's benchmark section, between README_START and README_END: the three rows users ask
+    about, from results.json, with the targets' verdicts and the heartbeat cost, each labelled measured or modelled."""
+    columns = timeline_columns(results)
+    lines = [
+        "From [docs/benchmarks/](docs/benchmarks/README.md), written by `bench/report.py` from one `make bench`. "
+        + run_record.describe(last_run)
+        + f" Kubernetes v{results['kubernetes_version']}, {results['machine']['cpus']} CPUs, real kube-apiserver, "
+        "kube-controller-manager, kube-scheduler and etcd; the replacement phase runs on the lab's stand-in workers "
+        "with an instant volume attacher. Seconds after the power-off, p50 and p95 over every run (a run that never "
+        "got there counts as the slowest); the page has every run's phases, the commands and the caveats.",
+        "",
+        "| profile | node NotReady | Deployment pod replaced | StatefulSet RWO pod replaced | how it was started |",
+        "|---|---|---|---|---|",
+    ]
+    for label, profile, trigger, how in README_ROWS:
+        alone = columns.get((profile, results_module.NO_REMEDIATION), {})
+        led = columns.get((profile, trigger), {})
+        not_ready = alone.get("not_ready") or led.get("not_ready")
+        if "deployment_replaced" in alone:
+            deployment = summary_cell(alone["deployment_replaced"], ", Kubernetes alone")
+        else:
+            deployment = summary_cell(led.get("deployment_replaced"), f", {trigger}")
+        statefulset = summary_cell(led.get("statefulset_replaced"), f" with {trigger}")
+        if "statefulset_replaced_unremediated" in alone:
+            statefulset = summary_cell(alone["statefulset_replaced_unremediated"], " without remediation") + "; " + statefulset
+        lines.append(f"| {label} | {summary_cell(not_ready)} | {deployment} | {statefulset} | {how} |")
+    by_cost = {(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}
+    event, seed = by_cost.get(("power-event", 1000)), by_cost.get(("seed-001", 1000))
+    heartbeats = heartbeat_ratio_text(event, seed) if event and seed else "not measured"
+    return [
+        *lines,
+        "",
+        "Issue 23's targets, judged on the shipped triggers' rows:",
+        "",
+        *rulebook_target_lines(results),
+        f"- The power-event row's heartbeat writes at 1000 nodes against seed-001's: {heartbeats}",
+    ]
+
+
+def with_readme_summary(readme: str, summary: list[str]) -> str:
+    """`readme` with the text between its summary markers replaced; every other byte as it was."""
+    if readme.count(README_START) != 1 or readme.count(README_END) != 1:
+        raise ValueError(f"README needs exactly one {README_START} and one {README_END}")
+    head, rest = readme.split(README_START)
+    _old, tail = rest.split(README_END)
+    return head + README_START + "\n" + "\n".join(summary) + "\n" + README_END + tail
+
+
 def with_added_machine(previous: dict, results: dict, added: list[str], measured: str | None = None) -> dict:
     """results, measured where and when previous was, except the added profiles: this machine and date (measured:
     their last run's, else now) are listed under machine.added for them (a page that mixes sessions says which
@@ -747,6 +821,16 @@ def with_added_machine(previous: dict, results: dict, added: list[str], measured
     return {**results, "machine": {**machine, "added": entries}, "date": previous["date"]}
 
 
+def kubernetes_version(last_run: dict | None, previous: Path) -> str:
+    """The version the measurements were taken on: the last end-to-end run's record, else the existing results.json's
+    (a page rewritten from older raw data), else the version the labs build now."""
+    if last_run and last_run.get("kubernetes_version"):
+        return last_run["kubernetes_version"]
+    if previous.exists():
+        return json.loads(previous.read_text())["kubernetes_version"]
+    return lablib.K8S_VERSION.removeprefix("v")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
@@ -759,10 +843,16 @@ def main() -> int:
         "results.json stay the page's, and this machine is named for these profiles",
     )
     parser.add_argument("--added-real-kubelet", action="store_true", help="the real-kubelet runs are new: as --added, for the real-kubelet rows")
+    parser.add_argument(
+        "--readme",
+        type=Path,
+        help="also write the benchmark section of this README (the top-level one), between its bench-summary markers",
+    )
     args = parser.parse_args()
     raw = args.out / "raw"
-    results = results_module.build(raw, list(profiles.ALL_PROFILES), "1.35.4")
     previous = args.out / "results.json"
+    last_run = json.loads((raw / "make-bench.json").read_text()) if (raw / "make-bench.json").exists() else None
+    results = results_module.build(raw, list(profiles.ALL_PROFILES), kubernetes_version(last_run, previous))
     runs = results_module.timeline_runs(raw)
     real = [r for r in runs if results_module.victim_kubelet(r) == results_module.REAL_KUBELET]
     new_runs = [r for r in runs if r["profile"] in args.added and r not in real] + (real if args.added_real_kubelet else [])
@@ -780,9 +870,11 @@ def main() -> int:
     if readme.exists() and FINDINGS_START in readme.read_text():
         current = readme.read_text()
         findings = current.split(FINDINGS_START, 1)[1].split(FINDINGS_END, 1)[0]
-    last_run = json.loads((raw / "make-bench.json").read_text()) if (raw / "make-bench.json").exists() else None
     readme.write_text(page(results, raw_cost, raw_incident, findings, runs, last_run))
     print(f"report: {args.out / 'results.json'}, {readme}")
+    if args.readme:
+        args.readme.write_text(with_readme_summary(args.readme.read_text(), readme_summary(results, raw_cost, last_run)))
+        print(f"report: {args.readme}'s benchmark section")
     return 0
 
 

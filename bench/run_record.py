@@ -12,13 +12,20 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
+# lablib.K8S_VERSION: the version the labs build and run (lab/k8s-build/go.mod)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
+import lablib
 
-def record(started: str, seconds: int, load_before: str, failed: bool, quick: bool, commit: str) -> dict:
-    """One end-to-end run of bench/run.sh, from its start until the page is written."""
+
+def record(started: str, seconds: int, load_before: str, failed: bool, quick: bool, commit: str,
+           kubernetes_version: str | None = None) -> dict:
+    """One end-to-end run of bench/run.sh, from its start until the page is written, and the Kubernetes version its
+    labs ran."""
     begin = datetime.fromisoformat(started.replace("Z", "+00:00"))
     finished = (begin + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"started": started, "finished": finished, "seconds": seconds, "load_before": load_before,
-            "every_part_finished": not failed, "quick": quick, "commit": commit}
+            "every_part_finished": not failed, "quick": quick, "commit": commit,
+            "kubernetes_version": kubernetes_version}
 
 
 def describe(run: dict | None) -> str:
@@ -44,7 +51,8 @@ def main() -> int:
     parser.add_argument("--quick", choices=["true", "false"], required=True)
     parser.add_argument("--commit", required=True)
     args = parser.parse_args()
-    run = record(args.started, args.seconds, args.load_before, args.failed == "1", args.quick == "true", args.commit)
+    run = record(args.started, args.seconds, args.load_before, args.failed == "1", args.quick == "true", args.commit,
+                 lablib.K8S_VERSION.removeprefix("v"))
     args.out.write_text(json.dumps(run, indent=1) + "\n")
     print(describe(run))
     return 0

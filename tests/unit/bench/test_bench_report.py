@@ -1,5 +1,8 @@
 """The page's power-event parts: its targets (issue 13) and which machine measured which numbers."""
 
+from pathlib import Path
+
+import pytest
 import report
 
 
@@ -179,3 +182,58 @@ def test_the_rulebook_targets_judge_p50_and_p95_of_the_shipped_triggers_rows_onl
     assert "p95" not in default
     (missing,) = report.rulebook_target_lines({"timelines": rows[1:]})[:1]
     assert missing.endswith("`power-event` through `power-events.yml`, StatefulSet RWO pod Ready after power-off: not measured")
+
+
+def summary_results():
+    rows = [
+        trow("kubernetes-default", "not_ready", 45.0, "none", runs=5),
+        trow("kubernetes-default", "deployment_replaced", 346.0, "none", p95=350.0, runs=5),
+        {**trow("kubernetes-default", "statefulset_replaced_unremediated", None, "none", runs=5), "median_s": None},
+        trow("kubernetes-default", "statefulset_replaced", 74.0, "node-watch.yml", p95=80.0, runs=20),
+        trow("fast", "statefulset_replaced", 12.0, "bench-watch", runs=5),  # the benchmark's own watch: not a README row
+        trow("fast", "statefulset_replaced", 19.0, "node-watch.yml", p95=24.0, runs=20),
+        trow("power-event", "not_ready", 47.0, "power-events.yml", runs=20),
+        trow("power-event", "deployment_replaced", 6.0, "power-events.yml", runs=20),
+        trow("power-event", "statefulset_replaced", 7.5, "power-events.yml", p95=11.0, runs=20),
+    ]
+    machine = {"cpus": 2}
+    return {"kubernetes_version": "1.37.2", "machine": machine, "timelines": rows}
+
+
+def test_the_readme_section_shows_the_shipped_triggers_rows_with_p50_p95_and_the_targets():
+    run = {"started": "2026-11-27T08:00:00Z", "finished": "2026-11-27T10:40:00Z", "seconds": 9600, "load_before": "0.1",
+           "every_part_finished": True, "quick": False, "commit": "abc1234", "kubernetes_version": "1.37.2"}
+    lines = report.readme_summary(summary_results(), [], run)
+    text = "\n".join(lines)
+    assert "(commit abc1234) took **2 h 40 min**" in lines[0] and "Kubernetes v1.37.2, 2 CPUs" in lines[0]
+    assert ("| Kubernetes defaults | p50 45 s, p95 45 s (n=5) | p50 346 s, p95 350 s, Kubernetes alone (n=5) "
+            "| never without remediation (n=5); p50 74 s, p95 80 s with node-watch.yml (n=20) |") in text
+    # the benchmark's own watch (12 s) is never the README's fast row; the shipped trigger's is
+    assert "| `fast` preset | not measured | not measured | p50 19 s, p95 24 s with node-watch.yml (n=20) |" in text
+    assert "| p50 6 s, p95 6 s, power-events.yml (n=20) | p50 7.5 s, p95 11 s with power-events.yml (n=20) |" in text
+    assert "p50 **met** (7.5 s ≤ 8 s); p95 **met** (11 s ≤ 12 s) (n=20)" in text
+    assert "p50 **met** (74 s ≤ 75 s) (n=20)" in text
+    assert text.endswith("against seed-001's: not measured")
+
+
+def test_the_readme_section_is_replaced_between_its_markers_and_nothing_else_changes():
+    readme = "# x\n\nbefore\n<!-- bench-summary:start -->\nold table\n<!-- bench-summary:end -->\n\nafter  \n"
+    written = report.with_readme_summary(readme, ["new", "table"])
+    assert written == "# x\n\nbefore\n<!-- bench-summary:start -->\nnew\ntable\n<!-- bench-summary:end -->\n\nafter  \n"
+    assert report.with_readme_summary(written, ["old table"]) == readme
+    with pytest.raises(ValueError, match="exactly one"):
+        report.with_readme_summary("no markers\n", ["x"])
+
+
+def test_the_top_level_readme_has_the_markers_the_report_writes_between():
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    assert report.with_readme_summary(readme, ["x"]).count("\nx\n") == 1
+
+
+def test_the_pages_kubernetes_version_is_the_measured_runs(tmp_path):
+    previous = tmp_path / "results.json"
+    assert report.kubernetes_version({"kubernetes_version": "1.37.2"}, previous) == "1.37.2"
+    assert report.kubernetes_version(None, previous) == report.lablib.K8S_VERSION.removeprefix("v")
+    previous.write_text('{"kubernetes_version": "1.35.4"}')
+    # an older run's record has no version: the page it wrote keeps its own
+    assert report.kubernetes_version({"commit": "75c96f0"}, previous) == "1.35.4"
