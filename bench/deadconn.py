@@ -57,8 +57,8 @@ if str(_COLLECTIONS) not in sys.path:
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import tcp  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import preset_timings  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version  # noqa: E402
+from profiles import KUBERNETES_VERSION  # noqa: E402
 
-KUBERNETES_VERSION = "1.35.4"
 STOCK = "kubernetes-default"
 PRESETS = ("balanced", "fast", "aggressive")
 # seeds/000 ("clients hang for 15 minutes"): the values its author set on every node.

@@ -1,7 +1,7 @@
 """The profiles the benchmark measures, as concrete settings for the kubelet, the controller
 manager and the apiserver.
 
-- kubernetes-default: nothing set; every component keeps its v1.35 default.
+- kubernetes-default: nothing set; every component keeps its default.
 - seed-001: the hand-tuned profile of seeds/001 (kubelet nodeStatusUpdateFrequency 1s,
   node-monitor-period 1s, node-monitor-grace-period 4s, default tolerations). The collection's
   model refuses it (4s grace is shorter than 5 lease renewals of 10s), so it is written here by
@@ -26,7 +26,9 @@ REPO = Path(__file__).resolve().parents[1]
 _COLLECTIONS = REPO / ".build" / "collections"
 if str(_COLLECTIONS) not in sys.path:
     sys.path.insert(0, str(_COLLECTIONS))
+sys.path.insert(0, str(REPO / "tests" / "integration"))
 
+import lablib  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import PRESET_NAMES  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediated import (  # noqa: E402
@@ -41,7 +43,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.remediati
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import read_settings  # noqa: E402
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version  # noqa: E402
 
-KUBERNETES_VERSION = "1.35.4"
+KUBERNETES_VERSION = lablib.K8S_VERSION.removeprefix("v")  # the version the labs build and run: the model renders for it
 REFERENCE_PROFILES = ("kubernetes-default", "seed-001")
 PRESETS = tuple(name for name in PRESET_NAMES if name != "kubernetes-default")
 # Profiles whose failover is led by the BMC's power event, not by the node lifecycle controller.

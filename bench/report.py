@@ -16,10 +16,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 import deadconn  # noqa: E402
-import lablib  # noqa: E402
 import plots  # noqa: E402
 import profiles  # noqa: E402
 import results as results_module  # noqa: E402
@@ -828,7 +826,7 @@ def kubernetes_version(last_run: dict | None, previous: Path) -> str:
         return last_run["kubernetes_version"]
     if previous.exists():
         return json.loads(previous.read_text())["kubernetes_version"]
-    return lablib.K8S_VERSION.removeprefix("v")
+    return profiles.KUBERNETES_VERSION
 
 
 def main() -> int:

@@ -233,7 +233,7 @@ def test_the_top_level_readme_has_the_markers_the_report_writes_between():
 def test_the_pages_kubernetes_version_is_the_measured_runs(tmp_path):
     previous = tmp_path / "results.json"
     assert report.kubernetes_version({"kubernetes_version": "1.37.2"}, previous) == "1.37.2"
-    assert report.kubernetes_version(None, previous) == report.lablib.K8S_VERSION.removeprefix("v")
+    assert report.kubernetes_version(None, previous) == report.profiles.KUBERNETES_VERSION
     previous.write_text('{"kubernetes_version": "1.35.4"}')
     # an older run's record has no version: the page it wrote keeps its own
     assert report.kubernetes_version({"commit": "75c96f0"}, previous) == "1.35.4"
