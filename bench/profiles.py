@@ -44,6 +44,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings i
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version  # noqa: E402
 
 KUBERNETES_VERSION = lablib.K8S_VERSION.removeprefix("v")  # the version the labs build and run: the model renders for it
+# node-outage's proofs in this checkout (model/remediated.py's default proof order); bench/run_record.py records it
+# with each make bench. A record without one ran commit 75c96f0, the last make bench before the proofs overlapped.
+CHECKOUT_PROOF_ORDER = OVERLAPPED
 REFERENCE_PROFILES = ("kubernetes-default", "seed-001")
 PRESETS = tuple(name for name in PRESET_NAMES if name != "kubernetes-default")
 # Profiles whose failover is led by the BMC's power event, not by the node lifecycle controller.
@@ -103,6 +106,12 @@ def model_prediction(name: str, node_count: int) -> dict | None:
     facts = {"kubernetes_version": KUBERNETES_VERSION, "node_count": node_count, "distribution": "kubeadm"}
     profile = build_profile(facts, preset=name)
     return {"timeline": profile["timeline"], "load": profile["load"], "remediation": profile["remediation"]}
+
+
+def measured_proof_order(run: dict | None) -> str:
+    """The model's proof order of the code that measured the timelines: that of the make bench's record
+    (raw/make-bench.json); IN_ORDER for a record written before records had one (commit 75c96f0)."""
+    return (run or {}).get("proof_order") or IN_ORDER
 
 
 def remediated_prediction(name: str, trigger: str | None = None) -> dict:

@@ -94,36 +94,65 @@ def measured_trigger(entry: dict) -> str:
     return "power-events.yml" if entry["profile"] in profiles.EVENT_LED_PROFILES else "bench-watch"
 
 
-def remediated_prediction_lines(results: dict, predict=None) -> list[str]:
-    """Every measured remediated row (`statefulset_replaced`, the stand-in victim) next to the model's predictions
-    (plugins/module_utils/model/remediated.py): for the proof order of commit 75c96f0, which measured the rows, with
-    the difference, then for node-outage today (proofs overlapped, not measured yet) and what its taint follows."""
+def remediated_prediction_lines(results: dict, order: str, predict=None) -> list[str]:
+    """Every measured remediated row (`statefulset_replaced`, the stand-in victim) next to the model's prediction
+    (plugins/module_utils/model/remediated.py) for the code that measured it (`order`, profiles.measured_proof_order),
+    with the difference and what the taint follows. Rows measured with the proofs in order (commit 75c96f0) also show
+    the prediction for node-outage today."""
     predict = predict or profiles.remediated_prediction
     lookup = timeline_lookup(results)
+    in_order = order == profiles.IN_ORDER
     lines = [
-        "| row | started by (measured) | model trigger | NotReady wait | predicted, proofs in order (75c96f0): "
-        "expected (min-max) | measured: median (min-max, n) | measured minus predicted | predicted, node-outage "
-        "today (proofs overlapped) | the taint follows (today, model) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| row | started by (measured) | model trigger | NotReady wait | "
+        + ("predicted, proofs in order (75c96f0): expected (min-max)" if in_order else "predicted: expected (min-max)")
+        + " | measured: median (p95, min-max, n) | measured minus predicted | "
+        + ("predicted, node-outage today (proofs overlapped) | " if in_order else "")
+        + "the taint follows (model) |",
+        "|---|---|---|---|---|---|---|" + ("---|" if in_order else "") + "---|",
     ]
     for profile in dict.fromkeys(p for p, m in lookup):
         entry = lookup.get((profile, "statefulset_replaced"))
         if entry is None or entry["median_s"] is None:
             continue
         prediction = predict(profile)
-        measured_code, today = prediction[profiles.IN_ORDER], prediction[profiles.OVERLAPPED]
+        measured_code, today = prediction[order], prediction[profiles.OVERLAPPED]
         wait = "—" if today["not_ready_seconds"] is None else f"{today['not_ready_seconds']} s"
         delta = round(entry["median_s"] - measured_code["statefulset_replaced"]["expected"], 2)
         lines.append(
             f"| {profile} | {measured_trigger(entry)} | {today['trigger']} | {wait} "
             f"| {_window_cell(measured_code['statefulset_replaced'])} | {timeline_cell(entry)} | {delta:+g} s "
-            f"| {_window_cell(today['statefulset_replaced'])} | {today['binds']} |"
+            + (f"| {_window_cell(today['statefulset_replaced'])} " if in_order else "")
+            + f"| {today['binds']} |"
         )
     return lines
 
 
-def remediated_prediction_section(results: dict, predict=None) -> list[str]:
-    table = remediated_prediction_lines(results, predict)
+# What the prediction section says about the code that measured the rows, per proof order.
+MEASURED_CODE = {
+    profiles.IN_ORDER: (
+        "The measured rows predate node-outage's current proofs: they ran commit 75c96f0, where on the heartbeat rows "
+        "the two BMC Off readings 5 s apart followed the NotReady wait and the Lease proofs read the kubelet's "
+        "renewTime. `predicted, proofs in order` models that code, so the difference checks the model against what was "
+        "measured. `predicted, node-outage today` models the code now (not measured yet): its first check starts a "
+        "Lease watch on the run's own clock (a quarter of leaseDurationSeconds plus lease_margin_seconds, 3 s on the "
+        "power-event path) and takes the first Off reading; the taint follows the latest of the NotReady wait, the "
+        "watch and the first reading + 5 s. On the power-event row the watch now binds (it starts at the run, not at "
+        "the last renewal before the power-off), so today's prediction is later than the measured one. The heartbeat "
+        "rows were started by the benchmark's own watch at NotReady (`bench-watch`), not by a rulebook; their NotReady "
+        "wait is longer than any start-up, so the difference does not show in these numbers."
+    ),
+    profiles.OVERLAPPED: (
+        "The measured rows ran node-outage's current proofs: its first check starts a Lease watch on the run's own "
+        "clock (a quarter of leaseDurationSeconds plus lease_margin_seconds, 3 s on the power-event path) and takes the "
+        "first BMC Off reading; the second reading follows at least 5 s later, and the taint follows the latest of the "
+        "NotReady wait, the watch and the first reading + 5 s, never their sum. The prediction models that code, so the "
+        "difference checks the model against what was measured; `the taint follows` names the wait that binds."
+    ),
+}
+
+
+def remediated_prediction_section(results: dict, order: str, predict=None) -> list[str]:
+    table = remediated_prediction_lines(results, order, predict)
     if len(table) == 2:
         return []
     return [
@@ -131,19 +160,11 @@ def remediated_prediction_section(results: dict, predict=None) -> list[str]:
         "",
         "Seconds after power-off to the StatefulSet's pod Ready elsewhere (`statefulset_replaced`). The prediction is "
         "plugins/module_utils/model/remediated.py, explained in [docs/settings.md](../settings.md#remediated-timelines). "
-        "The measured rows predate node-outage's current proofs: they ran commit 75c96f0, where on the heartbeat rows the two BMC Off readings "
-        "5 s apart followed the NotReady wait and the Lease proofs read the kubelet's renewTime. `predicted, proofs in "
-        "order` models that code, so the difference checks the model against what was measured. `predicted, node-outage "
-        "today` models the code now (not measured yet): its first check starts a Lease watch on the run's own clock (a "
-        "quarter of leaseDurationSeconds plus lease_margin_seconds, 3 s on the power-event path) and takes the first Off "
-        "reading; the taint follows the latest of the NotReady wait, the watch and the first reading + 5 s. On the "
-        "power-event row the watch now binds (it starts at the run, not at the last renewal before the power-off), so "
-        "today's prediction is later than the measured one. The presets are applied with tune-failover (wait: their "
-        "`remediation.not_ready_seconds`); kubernetes-default and seed-001 are never tuned (node-outage's stock 60 s). "
-        "The model's start-up, taint and replacement constants are this lab's own medians (stand-in workers, instant "
-        "attacher), so the agreement checks the order and sum of the waits, not those constants. The heartbeat rows were "
-        "started by the benchmark's own watch at NotReady (`bench-watch`), not by a rulebook; their NotReady wait is "
-        "longer than any start-up, so the difference does not show in these numbers.",
+        + MEASURED_CODE[order]
+        + " The presets are applied with tune-failover (wait: their `remediation.not_ready_seconds`); "
+        "kubernetes-default and seed-001 are never tuned (node-outage's stock 60 s). The model's start-up, taint and "
+        "replacement constants are this lab's own medians (stand-in workers, instant attacher), so the agreement checks "
+        "the order and sum of the waits, not those constants.",
         "",
         *table,
         "",
@@ -610,7 +631,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "run's whole plan, every proof's whole message and the outcome are in raw/timelines-*.json (`plan`, "
         "`proofs_whole`, `outcome`).",
         "",
-        *remediated_prediction_section(results),
+        *remediated_prediction_section(results, profiles.measured_proof_order(last_run)),
         "## Real kubelet vs stand-in",
         "",
         "The same milestones with the real kubelet v1.35.4 (containerd, real containers, the lab CSI node plugin; "

@@ -12,20 +12,18 @@ import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
-# lablib.K8S_VERSION: the version the labs build and run (lab/k8s-build/go.mod)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
-import lablib
+import profiles
 
 
 def record(started: str, seconds: int, load_before: str, failed: bool, quick: bool, commit: str,
-           kubernetes_version: str | None = None) -> dict:
-    """One end-to-end run of bench/run.sh, from its start until the page is written, and the Kubernetes version its
-    labs ran."""
+           kubernetes_version: str | None = None, proof_order: str | None = None) -> dict:
+    """One end-to-end run of bench/run.sh, from its start until the page is written, with the Kubernetes version its
+    labs ran and node-outage's proof order (the model's, bench/profiles.py) in the code it measured."""
     begin = datetime.fromisoformat(started.replace("Z", "+00:00"))
     finished = (begin + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {"started": started, "finished": finished, "seconds": seconds, "load_before": load_before,
             "every_part_finished": not failed, "quick": quick, "commit": commit,
-            "kubernetes_version": kubernetes_version}
+            "kubernetes_version": kubernetes_version, "proof_order": proof_order}
 
 
 def describe(run: dict | None) -> str:
@@ -52,7 +50,7 @@ def main() -> int:
     parser.add_argument("--commit", required=True)
     args = parser.parse_args()
     run = record(args.started, args.seconds, args.load_before, args.failed == "1", args.quick == "true", args.commit,
-                 lablib.K8S_VERSION.removeprefix("v"))
+                 profiles.KUBERNETES_VERSION, profiles.CHECKOUT_PROOF_ORDER)
     args.out.write_text(json.dumps(run, indent=1) + "\n")
     print(describe(run))
     return 0

@@ -1,51 +1,84 @@
 """The page's remediated rows next to the model's predictions (issue 23 item 6), from the committed results.json."""
 
+import inspect
 import json
 from pathlib import Path
 
 import profiles
+import pytest
 import report
 
-RESULTS = json.loads((Path(__file__).resolve().parents[3] / "docs" / "benchmarks" / "results.json").read_text())
+BENCHMARKS = Path(__file__).resolve().parents[3] / "docs" / "benchmarks"
+RESULTS = json.loads((BENCHMARKS / "results.json").read_text())
+# The proofs of the code that measured the committed rows (its make bench's record).
+ORDER = profiles.measured_proof_order(json.loads((BENCHMARKS / "raw" / "make-bench.json").read_text()))
 
 
 def rows(lines):
-    return {line.split(" | ")[0].strip("| "): line.split(" | ") for line in lines[2:]}
+    """{row: {column header: cell}} of a Markdown table."""
+    header = [cell.strip() for cell in lines[0].strip("|").split("|")]
+    return {cells[0]: dict(zip(header, cells, strict=True))
+            for cells in ([cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:])}
+
+
+def stand_in_rows(metric):
+    return {e["profile"]: e for e in RESULTS["timelines"]
+            if e["metric"] == metric and report.results_module.entry_kubelet(e) == report.results_module.STAND_IN}
 
 
 def test_every_remediated_row_is_predicted_within_3_s_of_its_measured_median_for_the_code_that_measured_it():
-    measured = {
-        e["profile"]: e["median_s"]
-        for e in RESULTS["timelines"]
-        if e["metric"] == "statefulset_replaced" and report.results_module.entry_kubelet(e) == report.results_module.STAND_IN
-    }
+    measured = {profile: entry["median_s"] for profile, entry in stand_in_rows("statefulset_replaced").items()}
     assert {"kubernetes-default", "fast", "power-event"} <= set(measured)
     for profile, median in measured.items():
-        predicted = profiles.remediated_prediction(profile)[profiles.IN_ORDER]["statefulset_replaced"]["expected"]
+        predicted = profiles.remediated_prediction(profile)[ORDER]["statefulset_replaced"]["expected"]
         assert abs(predicted - median) <= 3, (profile, predicted, median)
 
 
 def test_the_untuned_row_waits_60_s_and_the_power_event_row_has_no_notready_wait():
-    table = rows(report.remediated_prediction_lines(RESULTS))
-    assert table["kubernetes-default"][1:4] == ["bench-watch", "node-watch", "60 s"]
-    assert table["fast"][3] == "20 s"
-    assert table["power-event"][1:4] == ["power-events.yml", "power-event", "—"]
-    assert table["power-event"][5].startswith("12.2 (")
+    table = rows(report.remediated_prediction_lines(RESULTS, ORDER))
+    measured = stand_in_rows("statefulset_replaced")
+    for profile, trigger, wait in (("kubernetes-default", "node-watch", "60 s"), ("fast", "node-watch", "20 s"),
+                                   ("power-event", "power-event", "—")):
+        row = table[profile]
+        assert (row["model trigger"], row["NotReady wait"]) == (trigger, wait)
+        assert row["started by (measured)"] == report.measured_trigger(measured[profile])
+        assert row["measured: median (p95, min-max, n)"] == report.timeline_cell(measured[profile])
 
 
-def test_each_row_also_shows_node_outage_today_and_what_its_taint_follows():
-    table = rows(report.remediated_prediction_lines(RESULTS))
+@pytest.mark.parametrize("order", [profiles.IN_ORDER, profiles.OVERLAPPED])
+def test_each_row_shows_the_prediction_for_the_code_that_measured_it_and_what_its_taint_follows(order):
+    table = rows(report.remediated_prediction_lines(RESULTS, order))
+    predicted = next(header for header in table["fast"] if header.startswith("predicted"))
+    assert ("75c96f0" in predicted) == (order == profiles.IN_ORDER)
     for profile in ("kubernetes-default", "fast", "power-event"):
-        today = profiles.remediated_prediction(profile)[profiles.OVERLAPPED]
-        assert table[profile][7].startswith(f"{today['statefulset_replaced']['expected']:g} (")
-        assert table[profile][8].rstrip(" |") == today["binds"]
-    assert table["kubernetes-default"][8].startswith("the NotReady wait")
-    assert table["power-event"][8].startswith("the Lease watch")
+        prediction = profiles.remediated_prediction(profile)
+        assert table[profile][predicted].startswith(f"{prediction[order]['statefulset_replaced']['expected']:g} (")
+        measured = stand_in_rows("statefulset_replaced")[profile]["median_s"]
+        delta = round(measured - prediction[order]["statefulset_replaced"]["expected"], 2)
+        assert table[profile]["measured minus predicted"] == f"{delta:+g} s"
+        assert table[profile]["the taint follows (model)"] == prediction[profiles.OVERLAPPED]["binds"]
+        # rows measured with the proofs in order also show node-outage today
+        today = table[profile].get("predicted, node-outage today (proofs overlapped)")
+        assert (today is not None) == (order == profiles.IN_ORDER)
+    assert table["kubernetes-default"]["the taint follows (model)"].startswith("the NotReady wait")
+    assert table["power-event"]["the taint follows (model)"].startswith("the Lease watch")
 
 
-def test_the_section_says_the_measured_rows_predate_the_current_proofs():
-    section = "\n".join(report.remediated_prediction_section(RESULTS))
-    assert "The measured rows predate node-outage's current proofs" in section and "75c96f0" in section
+def test_the_section_says_which_proofs_the_measured_rows_ran():
+    before = "\n".join(report.remediated_prediction_section(RESULTS, profiles.IN_ORDER))
+    assert "The measured rows predate node-outage's current proofs" in before and "75c96f0" in before
+    today = "\n".join(report.remediated_prediction_section(RESULTS, profiles.OVERLAPPED))
+    assert "The measured rows ran node-outage's current proofs" in today and "predate" not in today
+
+
+def test_a_make_bench_record_names_the_proofs_it_measured_and_an_older_one_ran_them_in_order():
+    import run_record
+
+    assert profiles.measured_proof_order({"commit": "75c96f0"}) == profiles.IN_ORDER
+    run = run_record.record("2026-11-27T08:00:00Z", 60, "0.1", False, False, "abc1234", "1.37.2", profiles.CHECKOUT_PROOF_ORDER)
+    assert profiles.measured_proof_order(run) == profiles.OVERLAPPED
+    # the checkout's proof order is the model's default: node-outage as it is now
+    assert inspect.signature(profiles.remediated_timeline).parameters["proof_order"].default == profiles.CHECKOUT_PROOF_ORDER
 
 
 def test_a_row_with_its_own_trigger_names_it_and_unmeasured_rows_are_left_out():
@@ -55,12 +88,12 @@ def test_a_row_with_its_own_trigger_names_it_and_unmeasured_rows_are_left_out():
             {"profile": "balanced", "metric": "statefulset_replaced", "median_s": None, "min_s": None, "max_s": None, "runs": 0},
         ]
     }
-    table = rows(report.remediated_prediction_lines(results))
-    assert list(table) == ["fast"] and table["fast"][1] == "node-watch.yml"
-    assert report.remediated_prediction_section({"timelines": []}) == []
+    table = rows(report.remediated_prediction_lines(results, profiles.OVERLAPPED))
+    assert list(table) == ["fast"] and table["fast"]["started by (measured)"] == "node-watch.yml"
+    assert report.remediated_prediction_section({"timelines": []}, profiles.OVERLAPPED) == []
 
 
 def test_the_section_names_the_unmeasured_alert_path_with_its_prediction():
-    section = "\n".join(report.remediated_prediction_section(RESULTS))
+    section = "\n".join(report.remediated_prediction_section(RESULTS, ORDER))
     assert "## Remediated rows: the model's prediction against the measurement" in section
     assert "Not measured: the shipped alert path" in section and "`for: 60s`" in section
