@@ -523,6 +523,12 @@ def event_incident_lines(raw_incident: dict | None) -> list[str]:
     return lines
 
 
+def plan_lines() -> list[str]:
+    """bench/plan.txt's lines without its comments: the timelines bench/run.sh runs, lab by lab."""
+    text = (REPO / "bench" / "plan.txt").read_text()
+    return [" ".join(line.split()) for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+
 def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, findings: str, runs: list[dict] | None = None, last_run: dict | None = None) -> str:
     machine = results["machine"]
     gantt = [f"![{profile}](timeline-{profile}.png)" for profile in dict.fromkeys(p for p, m in timeline_lookup(results))]
@@ -553,13 +559,13 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "bench/run.sh runs, in this order (logs in /var/tmp/nodeguard-bench-logs):",
         "",
-        "    # 1. timelines: six private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>)",
-        "    #    ngbdefault: kubernetes-default (rulebook-led 20, bench-watch 5), ngbfast: fast (20), aggressive (5),",
-        "    #    ngbpower: power-event (20, event-led only), ngbseed: seed-001 (5), ngbbalanced: balanced (5) and",
-        "    #    kubernetes-default's unremediated runs (5), ngbkubelet: kubernetes-default and fast (5 each) with the",
-        "    #    real-kubelet worker (NODEGUARD_LAB_REAL_KUBELET=1) as the victim (--victim ng-worker4); in each lab, per line:",
+        "    # 1. timelines: private labs side by side (bench/isolated-lab.sh, NODEGUARD_BENCH_NAME=<lab>; ngbkubelet",
+        "    #    with NODEGUARD_LAB_REAL_KUBELET=1 and --victim ng-worker4), each running its lines of bench/plan.txt",
+        f"    #    in order (rulebook-led runs: target = {TARGET_RUNS}, other = 5):",
+        *(f"    #      {line}" for line in plan_lines()),
+        "    #    each line:",
         "    bench/isolated-lab.sh run .venv/bin/python bench/timeline.py --profiles <profile> --kinds <kinds> "
-        "[--victim <worker>] --runs 5 --rulebook-runs <20 or 5> --out docs/benchmarks/raw/timelines-<lab>.json",
+        "[--victim <worker>] --runs 5 --rulebook-runs <its count> --out docs/benchmarks/raw/timelines-<lab>.json",
         "    #    beside them: dead TCP connections, a private lab of 4 workers (about 50 minutes)",
         "    bench/deadconn.sh",
         "    # 2. incident overhead, scale mode, one after the other",
@@ -609,12 +615,10 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "rulebook runs node-outage with `nodeguard_node_watch_proof_timeout` (150 s), so it waits for its proofs "
         "(NotReady for `node_outage_not_ready_seconds`, Lease stale, BMC reads Off) instead of refusing. The "
         "`bench-watch` runs start playbooks/node-outage.yml from the benchmark's own watch at NotReady instead. "
-        "bench/timeline.py now runs the documented commands: a preset is applied with `tune-failover.yml -e "
+        "bench/timeline.py runs the documented commands: a preset is applied with `tune-failover.yml -e "
         "failover_preset=<preset>` first, and node-outage gets no timing variable, so it takes its NotReady wait from "
         "the applied profile (the preset's `remediation.not_ready_seconds`: fast 20 s, aggressive 10 s, balanced 60 s), "
-        "and the stock 60 s for kubernetes-default and seed-001, which are written without tune-failover. The tables' "
-        "remediated series (session 2) passed the same values explicitly; the documented-commands series of fast is "
-        "above. "
+        "and the stock 60 s for kubernetes-default and seed-001, which are written without tune-failover. "
         "`deployment_replaced` comes from unremediated and rulebook-led runs (node-outage deletes the Deployment's pod "
         "too), `statefulset_replaced` from remediated ones; each column's detection milestones from its own runs. A "
         "run during which another worker went NotReady would be discarded.",
@@ -634,16 +638,16 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         *remediated_prediction_section(results, profiles.measured_proof_order(last_run)),
         "## Real kubelet vs stand-in",
         "",
-        "The same milestones with the real kubelet v1.35.4 (containerd, real containers, the lab CSI node plugin; "
+        f"The same milestones with the real kubelet v{results['kubernetes_version']} (containerd, real containers, the lab CSI node plugin; "
         "[lab-workers.md](../lab-workers.md#the-real-kubelet-worker)) on the victim, next to the stand-in rows above "
         "(kwok + the stand-in, no containers). Measured in a private lab of their own (ngbkubelet, "
         "`NODEGUARD_LAB_REAL_KUBELET=1`: the three stand-in workers and ng-worker4) with "
         "`bench/timeline.py --victim ng-worker4`: before each run the other workers are cordoned and a db pod and a web "
         "pod are deleted as needed, so that their replacements run on ng-worker4 (the db pod with its RWO volume "
         "staged and published by the CSI node plugin); then the same power-off through its Redfish BMC and the same "
-        "watches. The replacements start on stand-in workers in both cases: what differs is the victim. The stand-in "
-        "rows come from the full run of the other labs; the real-kubelet rows from a later run (its machine is named "
-        "at the top of the page), with other jobs on the CPUs (load averages below; the findings say what ran). The heartbeat ages are read "
+        "watches. The replacements start on stand-in workers in both cases: what differs is the victim. A full `make "
+        "bench` measures both in the same run, ngbkubelet beside the other labs; rows added by a later run name their "
+        "machine at the top of the page (load averages below). The heartbeat ages are read "
         "from the Leases and the Nodes' Ready condition (`lastHeartbeatTime`, whole seconds) right after each "
         "power-off: NotReady comes node-monitor-grace-period after the later heartbeat (plus up to a "
         "node-monitor-period), so a victim whose kubelet renewed just before it went off is detected later.",

@@ -83,20 +83,15 @@ bench_started_s=$(date +%s)
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "bench: load before start: $load_before; logs in $logs"
 
-# The timelines, in private copies of the lab side by side (see 1. above): one line per bench/timeline.py
-# invocation, run one after the other in its lab: lab, profile, kinds, rulebook-led runs. kubernetes-default's
-# unremediated runs (each waits out the 300 s tolerations) run in ngbbalanced, whose own runs are short, so that
-# no lab takes much longer than the others.
-plan="\
-ngbdefault   kubernetes-default  remediated,bench-watch               $target_runs
-ngbbalanced  balanced            unremediated,remediated,bench-watch  $runs
-ngbbalanced  kubernetes-default  unremediated                         $runs
-ngbseed      seed-001            unremediated,remediated,bench-watch  $runs
-ngbfast      fast                unremediated,remediated,bench-watch  $target_runs
-ngbfast      aggressive          unremediated,remediated,bench-watch  $runs
-ngbpower     power-event         remediated                           $target_runs
-ngbkubelet   kubernetes-default  unremediated,remediated,bench-watch  $runs
-ngbkubelet   fast                unremediated,remediated,bench-watch  $runs"
+# The timelines: bench/plan.txt, one line per bench/timeline.py invocation (lab, profile, kinds, rulebook-led
+# runs), with its run counts filled in.
+plan=$(awk -v target="$target_runs" -v other="$runs" '!/^#/ && NF {
+  count = ($4 == "target") ? target : ($4 == "other") ? other : ""
+  print (NF == 4 && count != "") ? $1 " " $2 " " $3 " " count : "bad: " $0 }' bench/plan.txt)
+if grep -q '^bad: ' <<<"$plan"; then
+  echo "bench: bench/plan.txt: not <lab> <profile> <kinds> target|other: $(grep '^bad: ' <<<"$plan")" >&2
+  exit 1
+fi
 labs=$(awk '!seen[$1]++ {print $1}' <<<"$plan")
 
 timelines() {  # lab  (its lines of the plan, in order; the lab is taken down also when a run fails)

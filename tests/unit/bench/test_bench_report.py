@@ -237,3 +237,18 @@ def test_the_pages_kubernetes_version_is_the_measured_runs(tmp_path):
     previous.write_text('{"kubernetes_version": "1.35.4"}')
     # an older run's record has no version: the page it wrote keeps its own
     assert report.kubernetes_version({"commit": "75c96f0"}, previous) == "1.35.4"
+
+
+def test_the_plan_runs_every_targeted_row_through_its_shipped_trigger_the_runs_its_target_is_judged_on():
+    import profiles
+    import timeline
+
+    plan = [line.split() for line in report.plan_lines()]
+    assert plan and all(len(fields) == 4 for fields in plan)
+    for lab, profile, line_kinds, count in plan:
+        assert lab.startswith("ngb") and profile in profiles.ALL_PROFILES, (lab, profile)
+        assert set(line_kinds.split(",")) <= set(timeline.KINDS) and count in ("target", "other"), (lab, line_kinds, count)
+    # a targeted row comes from a plan line's remediated (rulebook-led) runs, with the target's run count
+    targeted = {(profile, count) for _lab, profile, line_kinds, count in plan if "remediated" in line_kinds.split(",")}
+    for profile, _trigger, _p50, _p95 in report.RULEBOOK_TARGETS:
+        assert (profile, "target") in targeted, profile
