@@ -698,8 +698,9 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "BMC posts to the rulebook, not to the API server. The `node-watch.yml` rows (bench/node_watch_chain.py) are "
         "the heartbeat profiles' remediated runs: `event in rulebook` is the source's node-down line, and the rulebook's "
         "watch of Nodes and Leases is on the API server (one list, then a watch). When the victim is back, the rulebook "
-        "runs node-recover, as for a user; the next run powers off only once that run has ended "
-        "(`rulebook_idle_wait_seconds` in the raw records).",
+        "runs node-recover, as for a user, with a shorter `node_recover_healthy_seconds` than the stock 60 (each raw "
+        "record's `between_runs_vars`): it only shortens the time between runs, no milestone comes after it; the next "
+        "run powers off only once that run has ended (`rulebook_idle_wait_seconds` in the raw records).",
         "",
         *event_incident_lines(raw_incident),
         "",

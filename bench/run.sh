@@ -1,18 +1,17 @@
 #!/usr/bin/env bash
 # make bench: every measurement of issue 5, then results.json, the plots and the page.
 #
-#   bench/run.sh            full run: 20 runs for each row issue 23 sets a target for (power-event through
-#                           power-events.yml; fast and kubernetes-default through node-watch.yml, the shipped
-#                           triggers), 5 for every other row: unremediated, bench-watch (the benchmark's own watch,
-#                           a comparison row), the other presets' rulebook-led rows and the real-kubelet comparison.
-#                           Duration: an ESTIMATE, not measured: about 2 h 45 min on 2 cores. From the per-run wall
+#   bench/run.sh            full run (the plan: bench/plan.txt): 20 runs for each row issue 23 sets a target for
+#                           (power-event through power-events.yml; fast and kubernetes-default through node-watch.yml,
+#                           the shipped triggers), 5 for every other row: unremediated, bench-watch (the benchmark's
+#                           own watch, a comparison row), the other presets' rulebook-led rows and the real-kubelet rows.
+#                           Duration: an ESTIMATE, not measured: about 2 h 30 min on 2 cores. From the per-run wall
 #                           times of the 2026-11-23 full run (kubernetes-default 139-152 s, seed-001 105 s, balanced
 #                           110 s, fast 47-65 s, aggressive 39 s per remediated run; 360-416 s per slow unremediated
-#                           run; power-event 81 s) plus about 60 s per node-watch run (the rulebook runs node-recover
-#                           when the victim is back, node_recover_healthy_seconds 60, and the next power-off waits
-#                           for it), the longest labs (ngbdefault, ngbkubelet) take about 80 min; then the drill and
-#                           the incident runs about 25 min, and the cost windows (9 of 300 s, two scale-ups) about
-#                           55 min.
+#                           run; power-event 81 s) plus about 15 s per node-watch run (node-recover of the last victim,
+#                           node_recover_healthy_seconds 10 between runs: bench/timeline.py BETWEEN_RUNS_VARS), the
+#                           longest labs (ngbdefault, ngbkubelet) take about 65 min; then the drill and the incident
+#                           runs about 30 min, and the cost windows (9 of 300 s, two scale-ups) about 55 min.
 #   bench/run.sh --quick    smoke: one run each, 100 nodes, short windows
 #
 # 1. Failover timelines, in six private copies of the lab at once (bench/isolated-lab.sh), each running

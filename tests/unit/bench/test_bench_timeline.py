@@ -52,3 +52,18 @@ def test_one_rulebook_led_path_for_both_rulebooks_and_a_fresh_chain_for_a_victim
 def test_the_rulebook_logs_are_named_by_profile_and_rulebook():
     assert timeline.rulebook_log_name("power-event", "power-events.yml") == "rulebook-power-event.log"
     assert timeline.rulebook_log_name("fast", "node-watch.yml") == "rulebook-fast-node-watch.log"
+
+
+def test_the_node_watch_chain_shortens_only_node_recovers_healthy_wait_and_a_variant_still_wins(monkeypatch):
+    import sys
+    import types
+
+    made = []
+    module = types.ModuleType("node_watch_chain")
+    module.NodeWatchChain = lambda workdir, workers, inventory_vars, kubeconfig: made.append(inventory_vars)
+    monkeypatch.setitem(sys.modules, "node_watch_chain", module)
+    monkeypatch.setattr(timeline.lablib, "kubeconfig", lambda: "/lab/kubeconfig")
+    timeline.node_watch_chain("/w", ["ng-worker1"], {})
+    timeline.node_watch_chain("/w", ["ng-worker1"], {"node_outage_lease_margin_seconds": 2, "node_recover_healthy_seconds": 30})
+    assert made[0] == {"node_recover_healthy_seconds": 10}
+    assert made[1] == {"node_outage_lease_margin_seconds": 2, "node_recover_healthy_seconds": 30}
