@@ -15,7 +15,7 @@
 #   bench/run.sh --quick    smoke: one run each, 100 nodes, short windows
 #
 # 1. Failover timelines, in six private copies of the lab at once (bench/isolated-lab.sh), each running
-#    its lines of the plan below: the slow profiles spend most of a run waiting for 300 s tolerations, so
+#    its lines of bench/plan.txt: the slow profiles spend most of a run waiting for 300 s tolerations, so
 #    running them side by side costs little accuracy and saves hours. One of them, ngbkubelet, has the
 #    real-kubelet worker ng-worker4 and powers off only that one.
 # 2. Incident overhead, then 3. control-plane cost, in scale mode (lab/scale), one at a time on an
