@@ -252,3 +252,20 @@ def test_the_plan_runs_every_targeted_row_through_its_shipped_trigger_the_runs_i
     targeted = {(profile, count) for _lab, profile, line_kinds, count in plan if "remediated" in line_kinds.split(",")}
     for profile, _trigger, _p50, _p95 in report.RULEBOOK_TARGETS:
         assert (profile, "target") in targeted, profile
+
+
+def incident_run(nodes, received, gzip=551_000, at_5000=9_900_000):
+    return {"pods": 110, "cluster_nodes": nodes, "cluster_pods": 30000, "own_seconds": 20.0, "api_requests": 235,
+            "api_bytes_received": received, "node_list_bytes": {"json": 10_953_000, "gzip": gzip},
+            "bytes_model": {"at_1000_nodes": received, "at_5000_nodes": at_5000}}
+
+
+def test_the_incident_bytes_target_is_judged_on_the_1000_node_run_measured_on_the_wire():
+    missed = report.incident_bytes_target_line({"runs": [incident_run(100, 400_000), incident_run(1000, 3_200_000)]})
+    assert "**missed** (3.20 MB; the full Node list, three reads of 0.55 MB each" in missed
+    assert "measured: 3,200,000 B received, 235 requests; the model gives 9.9 MB at 5000 nodes (modelled)" in missed
+    assert "**met**, measured: 900,000 B" in report.incident_bytes_target_line({"runs": [incident_run(1000, 900_000)]})
+    # only a smaller cluster measured: the 1000-node target is not judged on it
+    assert report.incident_bytes_target_line({"runs": [incident_run(100, 400_000)]}).endswith("not measured")
+    assert report.incident_bytes_target_line(None).endswith("not measured")
+    assert report.incident_table({"runs": [incident_run(1000, 3_200_000)]})[2].count("3,200,000 B (551,000 B)") == 1
