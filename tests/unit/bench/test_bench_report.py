@@ -269,3 +269,24 @@ def test_the_incident_bytes_target_is_judged_on_the_1000_node_run_measured_on_th
     assert report.incident_bytes_target_line({"runs": [incident_run(100, 400_000)]}).endswith("not measured")
     assert report.incident_bytes_target_line(None).endswith("not measured")
     assert report.incident_table({"runs": [incident_run(1000, 3_200_000)]})[2].count("3,200,000 B (551,000 B)") == 1
+
+
+def test_a_missed_target_names_what_binds_with_the_models_numbers_and_the_measured_phases():
+    rows = [{**trow("power-event", "statefulset_replaced", 19.0, "power-events.yml", p95=21.0, runs=20), "p50_s": 19.0},
+            {**trow("fast", "statefulset_replaced", 19.0, "node-watch.yml", p95=26.0, runs=20), "p50_s": 19.0}]
+
+    def run(profile, trigger, taint, ready, kubelet=None):
+        phases = {"event_s": 0.2, "run_start_s": 1.4, "prove_end_s": taint - 0.5, "taint_s": taint, "replacement_ready_s": ready}
+        return {"profile": profile, "remediated": True, "trigger": trigger, "phases": phases,
+                **({"victim_kubelet": kubelet} if kubelet else {})}
+
+    runs = [run("power-event", "power-events.yml", 18.0, 19.0), run("power-event", "power-events.yml", 18.4, 20.0),
+            run("power-event", "power-events.yml", 30.0, 31.0, kubelet="real"),  # not the stand-in row's run
+            run("fast", "bench-watch", 10.0, 12.0)]
+    power, fast, _default = report.rulebook_target_lines({"timelines": rows}, runs)
+    assert "p50 **missed** by 11.0 s" in power
+    assert "What binds (model): the Lease watch (Lease watch over at 17.5 s, second Off reading at 9.5 s, taint at 18.3 s)" in power
+    assert power.endswith("measured medians over 2 runs: event 0.2 s, node-outage started 1.4 s, proofs held 17.7 s, "
+                          "taint 18.2 s, Ready 19.5 s")
+    # a met target needs no reason; fast's p50 is met and its p95 missed: it names its NotReady wait, a policy
+    assert "NotReady wait 20 s, a policy" in fast and "measured medians" not in fast
