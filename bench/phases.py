@@ -69,10 +69,32 @@ def step_seconds(steps: dict | None, power_off_at: str | None) -> dict:
     return out
 
 
+def reading_seconds(readings: list | None, power_off_at: str | None) -> list[dict]:
+    """The incident record's proof-phase readings (node-outage's `readings`: each power reading, the moment each proof
+    first held) as seconds after the power-off, for reporting only, like step_seconds."""
+    if not readings or not power_off_at:
+        return []
+    zero = datetime.fromisoformat(power_off_at)
+    return [{"at_s": round((datetime.fromisoformat(r["time"].replace("Z", "+00:00")) - zero).total_seconds(), 2),
+             "reading": r.get("reading"), "result": r.get("result", "")}
+            for r in readings if r.get("time")]
+
+
+def proof_moments(readings_s: list[dict]) -> dict:
+    """When each proof first held ({proof name: seconds}) and when power read Off (`off_readings`: seconds), from
+    reading_seconds' list."""
+    held = {}
+    for r in readings_s:
+        if r["reading"] != "power" and r["result"].startswith("holds") and r["reading"] not in held:
+            held[r["reading"]] = r["at_s"]
+    return {**held, "off_readings": [r["at_s"] for r in readings_s if r["reading"] == "power" and r["result"].startswith("OFF")]}
+
+
 def breakdown(run: dict) -> dict:
     """One run's phases in order, seconds after the power-off (None: not seen): the trigger's event (the BMC's
     Off event, or NotReady for a heartbeat trigger), the rulebook's start-up (seconds it took, before the
-    power-off), node-outage's start, the proof step, the taint, the deletes, the detach, the replacement Ready."""
+    power-off), node-outage's start, the moment each proof held and the Off readings, the proof step, the taint, the
+    deletes, the detach, the replacement Ready."""
     milestones = run.get("milestones", {})
     steps = run.get("steps_s") or {}
     event = milestones.get("event_received", milestones.get("not_ready"))
@@ -80,6 +102,7 @@ def breakdown(run: dict) -> dict:
         "event_s": event,
         "rulebook_startup_s": run.get("rulebook_startup_seconds"),
         "run_start_s": milestones.get("playbook_started", (run.get("playbook_attempts") or [{}])[0].get("started_s")),
+        "proofs_held_s": proof_moments(run.get("readings_s") or []),
         "prove_end_s": steps.get("prove", {}).get("end_s"),
         "proofs": run.get("proofs_whole") or [],
         "taint_s": milestones.get("out_of_service_taint"),

@@ -524,14 +524,25 @@ def phase_table(runs: list[dict]) -> list[str]:
         return ["Not measured."]
     lines = [
         "| run | profile | trigger | event (the rulebook's Off event or node-down; bench-watch: NotReady) | rulebook start-up s | node-outage started "
-        "| proofs held | taint | deletes done | detach done | StatefulSet pod Ready |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| each proof held; Off readings | proofs held | taint | deletes done | detach done | StatefulSet pod Ready |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for number, r in enumerate(mine, start=1):
         p = r["phases"]
-        cells = [p.get(k) for k in ("event_s", "rulebook_startup_s", "run_start_s", "prove_end_s", "taint_s", "deletes_s", "detach_s", "replacement_ready_s")]
-        lines.append(f"| {number} | {r['profile']} | {results_module.run_trigger(r)} | " + " | ".join(_run_seconds(c) for c in cells) + " |")
+        cells = [_run_seconds(p.get(k)) for k in ("event_s", "rulebook_startup_s", "run_start_s")]
+        cells.append(proof_moments_cell(p.get("proofs_held_s") or {}))
+        cells += [_run_seconds(p.get(k)) for k in ("prove_end_s", "taint_s", "deletes_s", "detach_s", "replacement_ready_s")]
+        lines.append(f"| {number} | {r['profile']} | {results_module.run_trigger(r)} | " + " | ".join(cells) + " |")
     return lines
+
+
+def proof_moments_cell(moments: dict) -> str:
+    """`not-ready 107, lease-stale 71.8; Off 51.9, 56.9` (phases.proof_moments), or — when the record had none."""
+    held = ", ".join(f"{name} {value:g}" for name, value in moments.items() if name != "off_readings")
+    off = moments.get("off_readings") or []
+    shown = off if len(off) <= 4 else [*off[:2], "…", *off[-2:]]
+    off_text = "Off " + ", ".join(v if isinstance(v, str) else f"{v:g}" for v in shown) if off else ""
+    return "; ".join(part for part in (held, off_text) if part) or "—"
 
 
 def event_led_table(runs: list[dict]) -> list[str]:
@@ -689,7 +700,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         *phase_table(runs or []),
         "",
         "From bench/phases.py: the event (the BMC's Off event in the rulebook's log, or NotReady), the rulebook's "
-        "start-up (before the power-off), node-outage's start, the end of its proof step, the taint, the end of the "
+        "start-up (before the power-off), node-outage's start, the moment each proof first held and each Off reading "
+        "(the incident record's `readings`; a long wait keeps its first and last readings), the end of its proof step, the taint, the end of the "
         "deletes and of the detach (node-outage's incident record, whole seconds), the StatefulSet pod Ready. Each "
         "run's whole plan, every proof's whole message and the outcome are in raw/timelines-*.json (`plan`, "
         "`proofs_whole`, `outcome`).",

@@ -410,6 +410,7 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None, vic
         log.update(
             incident_record={key: record.get(key) for key in ("trigger", "power_event", "steps")},
             steps_s=phases.step_seconds(record.get("steps"), log["power_off_at"]),
+            readings_s=phases.reading_seconds(record.get("readings"), log["power_off_at"]),
             taint_while_ready=taint_seen.get("node_ready"),
         )
     if chain:

@@ -73,11 +73,28 @@ def test_the_breakdown_names_every_phase_in_order():
         "steps_s": {"prove": {"end_s": 25.8}, "delete-pods": {"end_s": 26.1}, "detach-volumes": {"end_s": 26.9}},
     }
     got = phases.breakdown(run)
-    assert list(got) == ["event_s", "rulebook_startup_s", "run_start_s", "prove_end_s", "proofs", "taint_s", "deletes_s", "detach_s", "replacement_ready_s"]
+    assert list(got) == ["event_s", "rulebook_startup_s", "run_start_s", "proofs_held_s", "prove_end_s", "proofs", "taint_s", "deletes_s",
+                         "detach_s", "replacement_ready_s"]
     assert got["event_s"] == 4.6 and got["run_start_s"] == 6.0 and got["deletes_s"] == 26.1 and got["detach_s"] == 26.9
     # bench-watch: the event is NotReady, the run starts at the benchmark's playbook attempt
     watch = phases.breakdown({"milestones": {"not_ready": 4.5}, "playbook_attempts": [{"started_s": 4.6, "rc": 0}]})
     assert watch["event_s"] == 4.5 and watch["run_start_s"] == 4.6 and watch["rulebook_startup_s"] is None
+    assert watch["proofs_held_s"] == {"off_readings": []}
+
+
+def test_each_proof_is_timed_from_the_records_readings_on_the_power_offs_clock():
+    readings = [
+        {"time": "2026-11-27T08:00:09.000000Z", "reading": "power", "result": "OFF (redfish, identity shown)"},
+        {"time": "2026-11-27T08:00:14.250000Z", "reading": "power", "result": "OFF (redfish, identity shown)"},
+        {"time": "2026-11-27T08:00:21.500000Z", "reading": "lease-stale", "result": "holds: not changed for 20s"},
+        {"time": "2026-11-27T08:00:24.000000Z", "reading": "not-ready", "result": "holds: NotReady for 20s"},
+        {"time": "2026-11-27T08:00:25.000000Z", "reading": "not-ready", "result": "holds: again"},
+        {"time": "2026-11-27T08:00:25.100000Z", "reading": "power", "result": "unreadable: timeout"},
+    ]
+    seconds = phases.reading_seconds(readings, "2026-11-27T08:00:00.000+00:00")
+    assert [r["at_s"] for r in seconds] == [9.0, 14.25, 21.5, 24.0, 25.0, 25.1]
+    assert phases.proof_moments(seconds) == {"lease-stale": 21.5, "not-ready": 24.0, "off_readings": [9.0, 14.25]}
+    assert phases.reading_seconds(readings, None) == [] and phases.reading_seconds(None, "2026-11-27T08:00:00+00:00") == []
 
 
 def test_the_node_watch_rulebook_is_idle_only_when_every_play_has_its_recap():

@@ -159,11 +159,15 @@ def test_a_column_per_profile_and_trigger_and_the_shipped_trigger_stands_for_the
 def test_every_remediated_run_has_its_phases_on_the_page():
     runs = [{"profile": "fast", "remediated": True, "trigger": "node-watch.yml",
              "phases": {"event_s": 4.6, "rulebook_startup_s": 5.1, "run_start_s": 6.0, "prove_end_s": 25.8, "proofs": ["p"],
+                        "proofs_held_s": {"lease-stale": 19.2, "not-ready": 24.6, "off_readings": [9.0, 14.1, 16.0, 18.0, 24.7]},
                         "taint_s": 26.0, "deletes_s": 26.1, "detach_s": 26.9, "replacement_ready_s": 28.0}},
             {"profile": "fast", "remediated": False}]
     lines = report.phase_table(runs)
     assert len(lines) == 3
-    assert lines[2] == "| 1 | fast | node-watch.yml | 4.6 | 5.1 | 6 | 25.8 | 26 | 26.1 | 26.9 | 28 |"
+    assert lines[2] == ("| 1 | fast | node-watch.yml | 4.6 | 5.1 | 6 | lease-stale 19.2, not-ready 24.6; Off 9, 14.1, …, 18, 24.7 "
+                        "| 25.8 | 26 | 26.1 | 26.9 | 28 |")
+    # a run recorded before the readings were kept
+    assert report.proof_moments_cell({}) == "—"
     assert report.phase_table([]) == ["Not measured."]
 
 
