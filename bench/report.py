@@ -353,7 +353,7 @@ def incident_bytes_target_line(raw: dict | None) -> str:
     return head + f"{verdict}, measured: {received:,} B received, {run['api_requests']} requests{at_5000} (modelled)"
 
 
-def target_lines(results: dict, raw_cost: list[dict], runs: list[dict] | tuple = ()) -> list[str]:
+def target_lines(results: dict, raw_cost: list[dict], runs: list[dict] | tuple = (), order: str = profiles.OVERLAPPED) -> list[str]:
     lookup = timeline_lookup(results)
 
     def median(profile: str, metric: str):
@@ -383,7 +383,7 @@ def target_lines(results: dict, raw_cost: list[dict], runs: list[dict] | tuple =
         + "; ".join(f"{p} {verdict(median(p, 'statefulset_replaced'), 60)}" for p in profiles.ALL_PROFILES),
         "- With defaults and no remediation the StatefulSet pod is never replaced: " + never_replaced,
     ]
-    lines.extend(rulebook_target_lines(results, runs))
+    lines.extend(rulebook_target_lines(results, runs, order))
     by_cost = {(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}
     lines.append(cost_target_line(by_cost))
     lines.extend(power_event_target_lines(median, verdict, by_cost))
@@ -400,10 +400,11 @@ RULEBOOK_TARGETS = (
 TARGET_RUNS = 20  # also how many runs bench/run.sh asks of each targeted row
 
 
-def rulebook_target_lines(results: dict, runs: list[dict] | tuple = (), predict=None) -> list[str]:
+def rulebook_target_lines(results: dict, runs: list[dict] | tuple = (), order: str = profiles.OVERLAPPED, predict=None) -> list[str]:
     """One line per target of RULEBOOK_TARGETS, judged on the row's nearest-rank percentiles over every run (a run that
     never reached Ready counts as the slowest). A missed target names what binds: the model's binding wait (a proof,
-    or the NotReady wait, a policy) and the measured median of each phase of the row's runs."""
+    or the NotReady wait, a policy) in the code that measured the row (``order``, profiles.measured_proof_order) and
+    the measured median of each phase of the row's runs."""
     predict = predict or profiles.remediated_prediction
     rows = {(e["profile"], e["trigger"], e["metric"]): e for e in results["timelines"]
             if results_module.entry_kubelet(e) == results_module.STAND_IN}
@@ -426,7 +427,7 @@ def rulebook_target_lines(results: dict, runs: list[dict] | tuple = (), predict=
         runs_text = f"n={row['runs']}" + ("" if row["runs"] >= TARGET_RUNS else f", fewer than the {TARGET_RUNS} runs the target asks for")
         line = head + "; ".join(verdicts) + f" ({runs_text})"
         if any("**missed**" in verdict for verdict in verdicts):
-            line += ". " + binding_text(profile, trigger, runs, predict)
+            line += ". " + binding_text(profile, trigger, runs, order, predict)
         lines.append(line)
     return lines
 
@@ -436,14 +437,18 @@ BINDING_PHASES = (("event_s", "event"), ("run_start_s", "node-outage started"), 
                   ("taint_s", "taint"), ("replacement_ready_s", "Ready"))
 
 
-def binding_text(profile: str, trigger: str, runs, predict) -> str:
-    """What binds a missed target: the model's binding wait for the code today, with its numbers, and the measured
-    median of each phase over the row's stand-in runs (seconds after power-off)."""
-    today = predict(profile)[profiles.OVERLAPPED]
+# The model's moments a binding text gives: (model/remediated.py phase name, label).
+MODEL_MOMENTS = (("lease_watch_over", "Lease watch over"), ("off_confirmed", "second Off reading"), ("out_of_service_taint", "taint"))
+
+
+def binding_text(profile: str, trigger: str, runs, order: str, predict) -> str:
+    """What binds a missed target: the model's binding wait for the code that measured it, with its numbers, and the
+    measured median of each phase over the row's stand-in runs (seconds after power-off)."""
+    today = predict(profile)[order]
     wait = (f"NotReady wait {today['not_ready_seconds']} s, a policy; " if today["not_ready_seconds"] is not None else "")
     at = {phase["name"]: phase["at"]["expected"] for phase in today["phases"]}
-    model = (f"What binds (model): {today['binds']} ({wait}Lease watch over at {_s(at.get('lease_watch_over'))} s, "
-             f"second Off reading at {_s(at.get('off_confirmed'))} s, taint at {_s(at.get('out_of_service_taint'))} s)")
+    moments = ", ".join(f"{label} at {at[name]:g} s" for name, label in MODEL_MOMENTS if name in at)
+    model = f"What binds (model): {today['binds']} ({wait}{moments})"
     mine = [r["phases"] for r in runs if r.get("phases") and r["profile"] == profile
             and results_module.run_trigger(r) == trigger and results_module.victim_kubelet(r) == results_module.STAND_IN]
     medians = []
@@ -650,7 +655,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "## Targets",
         "",
-        *target_lines(results, raw_cost, runs or []),
+        *target_lines(results, raw_cost, runs or [], profiles.measured_proof_order(last_run)),
         incident_bytes_target_line(raw_incident),
         *([deadconn.target_line(results["dead_connections"])] if results.get("dead_connections") else []),
         "",
@@ -885,7 +890,7 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
         "",
         "Issue 23's targets, judged on the shipped triggers' rows:",
         "",
-        *rulebook_target_lines(results, runs),
+        *rulebook_target_lines(results, runs, profiles.measured_proof_order(last_run)),
         f"- The power-event row's heartbeat writes at 1000 nodes against seed-001's: {heartbeats}",
     ]
 
