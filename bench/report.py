@@ -674,7 +674,10 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "is the maximum; p50 of an even n is the lower middle value, where the median averages the two). "
         "Profiles: `kubernetes-default` (nothing set), `seed-001` "
         "(nodeStatusUpdateFrequency 1s, node-monitor-period 1s, node-monitor-grace-period 4s, default tolerations), "
-        "and the collection's presets as the model renders them (bench/profiles.py).",
+        "and the collection's presets as the model renders them (bench/profiles.py). Caveat: the replacement phase "
+        "(from the taint to the new pod Ready) runs on the lab's stand-in workers, which start a pod at once, with an "
+        "instant volume attacher; a real cluster adds its image pull, container start and its storage's detach and "
+        "attach (the real-kubelet rows below show the victim side with a real kubelet).",
         "",
         *timeline_table(results),
         "",
