@@ -51,6 +51,11 @@ def proofs(plan: list[str]) -> list[str]:
     return [line for line in plan if line.startswith("prove |")]
 
 
+def _seconds_after(stamp: str, zero: datetime) -> float:
+    """An RFC 3339 time node-outage wrote (Z or an offset), as seconds after `zero`."""
+    return (datetime.fromisoformat(stamp.replace("Z", "+00:00")) - zero).total_seconds()
+
+
 def step_seconds(steps: dict | None, power_off_at: str | None) -> dict:
     """The incident record's steps (wall-clock start/end, whole seconds, written by node-outage) as seconds after
     the power-off (the benchmark's wall clock at its power-off; the lab's containers share the host's clock). Only
@@ -64,7 +69,7 @@ def step_seconds(steps: dict | None, power_off_at: str | None) -> dict:
         for edge in ("start", "end"):
             stamp = step.get(edge)
             if stamp:
-                entry[f"{edge}_s"] = round((datetime.fromisoformat(stamp.replace("Z", "+00:00")) - zero).total_seconds(), 1)
+                entry[f"{edge}_s"] = round(_seconds_after(stamp, zero), 1)
         out[name] = entry
     return out
 
@@ -75,7 +80,7 @@ def reading_seconds(readings: list | None, power_off_at: str | None) -> list[dic
     if not readings or not power_off_at:
         return []
     zero = datetime.fromisoformat(power_off_at)
-    return [{"at_s": round((datetime.fromisoformat(r["time"].replace("Z", "+00:00")) - zero).total_seconds(), 2),
+    return [{"at_s": round(_seconds_after(r["time"], zero), 2),
              "reading": r.get("reading"), "result": r.get("result", "")}
             for r in readings if r.get("time")]
 

@@ -384,7 +384,7 @@ def target_lines(results: dict, raw_cost: list[dict], runs: list[dict] | tuple =
         "- With defaults and no remediation the StatefulSet pod is never replaced: " + never_replaced,
     ]
     lines.extend(rulebook_target_lines(results, runs, order))
-    by_cost = {(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}
+    by_cost = cost_by_profile(raw_cost)
     lines.append(cost_target_line(by_cost))
     lines.extend(power_event_target_lines(median, verdict, by_cost))
     return lines
@@ -443,14 +443,17 @@ MODEL_MOMENTS = (("lease_watch_over", "Lease watch over"), ("off_confirmed", "se
 
 def binding_text(profile: str, trigger: str, runs, order: str, predict) -> str:
     """What binds a missed target: the model's binding wait for the code that measured it, with its numbers, and the
-    measured median of each phase over the row's stand-in runs (seconds after power-off)."""
+    measured median of each phase over the runs the row is computed from (results.counted_runs: the stand-in runs
+    of the profile and trigger, a disturbed run left out), seconds after power-off."""
     today = predict(profile)[order]
     wait = (f"NotReady wait {today['not_ready_seconds']} s, a policy; " if today["not_ready_seconds"] is not None else "")
     at = {phase["name"]: phase["at"]["expected"] for phase in today["phases"]}
     moments = ", ".join(f"{label} at {at[name]:g} s" for name, label in MODEL_MOMENTS if name in at)
     model = f"What binds (model): {today['binds']} ({wait}{moments})"
-    mine = [r["phases"] for r in runs if r.get("phases") and r["profile"] == profile
-            and results_module.run_trigger(r) == trigger and results_module.victim_kubelet(r) == results_module.STAND_IN]
+    row_runs = results_module.counted_runs(
+        [r for r in runs if r["profile"] == profile and results_module.run_trigger(r) == trigger
+         and results_module.victim_kubelet(r) == results_module.STAND_IN], "statefulset_replaced")
+    mine = [r["phases"] for r in row_runs if r.get("phases")]
     medians = []
     for key, label in BINDING_PHASES:
         values = [p[key] for p in mine if p.get(key) is not None]
@@ -468,15 +471,24 @@ def power_event_target_lines(median, verdict, by_cost: dict) -> list[str]:
         f"`statefulset_replaced` {verdict(median('power-event', 'statefulset_replaced'), 15)}; "
         f"`deployment_replaced` {verdict(median('power-event', 'deployment_replaced'), 15)}"
     ]
-    event, seed = by_cost.get(("power-event", 1000)), by_cost.get(("seed-001", 1000))
-    if not (event and seed):
-        return [*lines, "- power-event heartbeat writes at 1000 nodes ≤ 1/5 of seed-001's: not measured"]
+    against_seed = versus_seed_001(by_cost, "power-event")
     lines.append(
         "- power-event heartbeat writes at 1000 nodes ≤ 1/5 of seed-001's: "
-        + heartbeat_ratio_text(event, seed)
-        + " (the event path adds no heartbeat: its own load is in the section on it)"
+        + (against_seed + " (the event path adds no heartbeat: its own load is in the section on it)" if against_seed else "not measured")
     )
     return lines
+
+
+def cost_by_profile(raw_cost: list[dict]) -> dict:
+    """{(profile, nodes): window} of the cost windows measured (the model refused the others)."""
+    return {(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}
+
+
+def versus_seed_001(by_cost: dict, profile: str) -> str | None:
+    """`profile`'s heartbeat cost at 1000 nodes against seed-001's (heartbeat_ratio_text); None when either is not
+    measured."""
+    ours, seed = by_cost.get((profile, 1000)), by_cost.get(("seed-001", 1000))
+    return heartbeat_ratio_text(ours, seed) if ours and seed else None
 
 
 def heartbeat_ratio_text(ours: dict, seed: dict) -> str:
@@ -511,10 +523,7 @@ def heartbeat_ratio_text(ours: dict, seed: dict) -> str:
 
 def cost_target_line(by: dict) -> str:
     """Fast vs seed-001 heartbeat cost at 1000 nodes, judged on the writes measured."""
-    fast, seed = by.get(("fast", 1000)), by.get(("seed-001", 1000))
-    if not (fast and seed):
-        return "- Fast preset heartbeat writes at 1000 nodes ≤ 1/5 of seed-001's: not measured"
-    return "- Fast preset heartbeat writes at 1000 nodes ≤ 1/5 of seed-001's: " + heartbeat_ratio_text(fast, seed)
+    return "- Fast preset heartbeat writes at 1000 nodes ≤ 1/5 of seed-001's: " + (versus_seed_001(by, "fast") or "not measured")
 
 
 def _run_seconds(value) -> str:
@@ -544,9 +553,9 @@ def phase_table(runs: list[dict]) -> list[str]:
 def proof_moments_cell(moments: dict) -> str:
     """`not-ready 107, lease-stale 71.8; Off 51.9, 56.9` (phases.proof_moments), or — when the record had none."""
     held = ", ".join(f"{name} {value:g}" for name, value in moments.items() if name != "off_readings")
-    off = moments.get("off_readings") or []
+    off = [f"{value:g}" for value in moments.get("off_readings") or []]
     shown = off if len(off) <= 4 else [*off[:2], "…", *off[-2:]]
-    off_text = "Off " + ", ".join(v if isinstance(v, str) else f"{v:g}" for v in shown) if off else ""
+    off_text = "Off " + ", ".join(shown) if off else ""
     return "; ".join(part for part in (held, off_text) if part) or "—"
 
 
@@ -885,9 +894,7 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
         if "statefulset_replaced_unremediated" in alone:
             statefulset = summary_cell(alone["statefulset_replaced_unremediated"], " without remediation") + "; " + statefulset
         lines.append(f"| {label} | {summary_cell(not_ready)} | {deployment} | {statefulset} | {how} |")
-    by_cost = {(r["profile"], r["nodes"]): r for r in raw_cost if not r.get("refused")}
-    event, seed = by_cost.get(("power-event", 1000)), by_cost.get(("seed-001", 1000))
-    heartbeats = heartbeat_ratio_text(event, seed) if event and seed else "not measured"
+    heartbeats = versus_seed_001(cost_by_profile(raw_cost), "power-event") or "not measured"
     return [
         *lines,
         "",
@@ -965,8 +972,7 @@ def main() -> int:
         results = with_added_machine(json.loads(previous.read_text()), results, labels, max(dates, default=None))
     (args.out / "results.json").write_text(json.dumps(results, indent=1) + "\n")
     raw_cost = json.loads((raw / "cost.json").read_text()) if (raw / "cost.json").exists() else []
-    measured = [r for r in raw_cost if not r.get("refused")]
-    plots.draw_all(results, args.out, {(r["profile"], r["nodes"]): r["requested_heartbeat_rps"] for r in measured})
+    plots.draw_all(results, args.out, {key: r["requested_heartbeat_rps"] for key, r in cost_by_profile(raw_cost).items()})
     raw_incident = json.loads((raw / "incident.json").read_text()) if (raw / "incident.json").exists() else None
     readme = args.out / "README.md"
     findings = "## Findings\n\n(to be written from the measurements)"

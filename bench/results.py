@@ -203,6 +203,11 @@ def _counts(run: dict, metric: str) -> bool:
     return True
 
 
+def counted_runs(runs: list[dict], metric: str) -> list[dict]:
+    """The runs a row's `metric` is computed from (a disturbed run never counts; see _counts)."""
+    return [r for r in runs if _counts(r, metric)]
+
+
 def victim_kubelet(run: dict) -> str:
     return run.get("victim_kubelet", STAND_IN)
 
@@ -235,7 +240,7 @@ def _profile_entries(runs: list[dict], profile_order: list[str]) -> list[dict]:
 def _trigger_entries(mine: list[dict], profile: str, trigger: str) -> list[dict]:
     entries = []
     for metric in METRICS:
-        used = [r for r in mine if _counts(r, metric)]
+        used = counted_runs(mine, metric)
         failed = [r for r in mine if metric in FROM_REMEDIATED and remediation_failed(r)]
         if not used and not failed:
             continue

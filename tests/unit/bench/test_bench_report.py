@@ -286,6 +286,7 @@ def test_a_missed_target_names_what_binds_with_the_models_numbers_and_the_measur
 
     runs = [run("power-event", "power-events.yml", 18.0, 19.0), run("power-event", "power-events.yml", 18.4, 20.0),
             run("power-event", "power-events.yml", 30.0, 31.0, kubelet="real"),  # not the stand-in row's run
+            {**run("power-event", "power-events.yml", 40.0, 41.0), "disturbed": ["ng-worker2"]},  # the row leaves it out
             run("fast", "bench-watch", 10.0, 12.0)]
     power, fast, _default = report.rulebook_target_lines({"timelines": rows}, runs)
     assert "p50 **missed** by 11.0 s" in power
