@@ -42,6 +42,8 @@ TRIGGERS = ("node-watch", "alert", "power-event")
 OVERLAPPED = "overlapped"  # node-outage's proofs since 2e4d84b and 421be88
 IN_ORDER = "in-order"  # node-outage's proofs at 75c96f0, which measured the benchmark page's rows
 PROOF_ORDERS = (OVERLAPPED, IN_ORDER)
+# Moments a benchmark run measures that remediated_timeline(observed=...) can take instead of its own windows.
+OBSERVABLE = ("not_ready", "first_check")
 
 # Collection settings (the defaults users get; tests/unit/model/test_model_remediated.py checks each against its home).
 OFF_CONFIRM_SECONDS = 5.0  # power/identity.py DEFAULT_OFF_CONFIRM_SECONDS: two Off readings this far apart
@@ -124,6 +126,7 @@ def remediated_timeline(
     scrape_interval: float = SCRAPE_INTERVAL_SECONDS,
     evaluation_interval: float = EVALUATION_INTERVAL_SECONDS,
     group_wait: float = GROUP_WAIT_SECONDS,
+    observed: dict | None = None,
 ) -> dict:
     """Power-off to the StatefulSet's pod Ready elsewhere, phase by phase, when ``trigger`` starts node-outage.
 
@@ -132,6 +135,9 @@ def remediated_timeline(
     ``remediation`` (model/remediation.py) for a cluster tuned with it. The power-event path always uses
     POWER_EVENT_LEASE_MARGIN_SECONDS, as node-outage does when no margin is given explicitly.
     ``proof_order``: OVERLAPPED (node-outage today) or IN_ORDER (commit 75c96f0, which measured the page's rows).
+    ``observed``: moments measured in one run, seconds after power-off (OBSERVABLE: ``not_ready``, ``first_check``);
+    each replaces its modelled window, so the rest is predicted from them. The start-up constants are a quiet
+    machine's; on a busy one the benchmark sets each run against the model from its own NotReady and first check.
 
     Returns {trigger, proof_order, not_ready_seconds, phases: [{name, at}], binds, statefulset_replaced}: ``at``
     is the window of each phase's moment after power-off, ``binds`` the proof or wait the taint followed.
@@ -142,21 +148,24 @@ def remediated_timeline(
         raise ValueError(f"unknown proof_order {proof_order!r}; choose one of: {', '.join(PROOF_ORDERS)}")
     remediation = remediation or STOCK_REMEDIATION
     wait = float(remediation["not_ready_seconds"])
+    observed = _observed(observed)
     phases = []
     if trigger == "power-event":
         started = _power_event_start(phases)
+        first = observed.get("first_check", _add(started, PLAYBOOK_TO_FIRST_CHECK))
         if proof_order == IN_ORDER:
-            taint, binds = _power_event_in_order(timings, started, off_confirm_seconds, phases)
+            taint, binds = _power_event_in_order(timings, first, off_confirm_seconds, phases)
         else:
-            taint, binds = _proofs_overlapped(timings, started, None, POWER_EVENT_LEASE_MARGIN_SECONDS, off_confirm_seconds, phases)
+            taint, binds = _proofs_overlapped(timings, first, None, POWER_EVENT_LEASE_MARGIN_SECONDS, off_confirm_seconds, phases)
     else:
-        not_ready, started = _heartbeat_start(timings, trigger, (scrape_interval, evaluation_interval, group_wait), phases)
+        not_ready, started = _heartbeat_start(timings, trigger, (scrape_interval, evaluation_interval, group_wait), phases, observed)
+        first = observed.get("first_check", _add(started, PLAYBOOK_TO_FIRST_CHECK))
         wait_over = _add(not_ready, (wait, wait, wait), tuple(-r for r in TRANSITION_TIME_ROUNDING[::-1]))
         if proof_order == IN_ORDER:
-            taint, binds = _heartbeat_in_order(started, wait_over, off_confirm_seconds, poll_seconds, phases)
+            taint, binds = _heartbeat_in_order(first, wait_over, off_confirm_seconds, poll_seconds, phases)
         else:
             margin = float(remediation["lease_margin_seconds"])
-            taint, binds = _proofs_overlapped(timings, started, wait_over, margin, off_confirm_seconds, phases)
+            taint, binds = _proofs_overlapped(timings, first, wait_over, margin, off_confirm_seconds, phases)
     ready = _add(taint, TAINT_TO_STATEFULSET_READY)
     phases += [("out_of_service_taint", taint), ("statefulset_replaced", ready)]
     return {
@@ -169,10 +178,18 @@ def remediated_timeline(
     }
 
 
-def _heartbeat_start(timings, trigger, alerting, phases) -> tuple:
+def _observed(observed: dict | None) -> dict:
+    """{moment: (s, s, s)}: each measured moment as a window of no width."""
+    unknown = sorted(set(observed or {}) - set(OBSERVABLE))
+    if unknown:
+        raise ValueError(f"cannot observe {', '.join(unknown)}; choose from: {', '.join(OBSERVABLE)}")
+    return {name: (float(at),) * 3 for name, at in (observed or {}).items()}
+
+
+def _heartbeat_start(timings, trigger, alerting, phases, observed) -> tuple:
     """node-watch and alert: (NotReady, node-outage's start), both after power-off."""
     window = not_ready_window(timings)
-    not_ready = (window["min"], window["expected"], window["max"])
+    not_ready = observed.get("not_ready", (window["min"], window["expected"], window["max"]))
     phases.append(("not_ready", not_ready))
     if trigger == "alert":
         fired = _alert_fires(not_ready, *alerting[:2], ALERT_FOR_SECONDS)
@@ -194,13 +211,12 @@ def _power_event_start(phases) -> tuple:
     return started
 
 
-def _proofs_overlapped(timings, started, wait_over, margin, confirm, phases) -> tuple:
+def _proofs_overlapped(timings, first, wait_over, margin, confirm, phases) -> tuple:
     """node-outage today, both paths: the run's first check reads the Lease (its watch starts), the power (the
     first Off reading) and, on the heartbeat path, the Node. The watch holds after the renew interval + margin
     from then, NotReady once it has lasted not_ready_seconds; the run re-checks RECHECK_AFTER_DUE_SECONDS after
     the later of the two. The Off pair holds at the first reading + off_confirm_seconds, its second reading taken
     once the others hold. The taint follows the latest of the three (``wait_over`` None: no NotReady wait)."""
-    first = _add(started, PLAYBOOK_TO_FIRST_CHECK)
     watch_over = _add(first, (lease_renew_interval(timings) + margin,) * 3)
     confirmed = _add(first, (confirm,) * 3)
     phases += [("first_check", first), ("lease_watch_over", watch_over)]
@@ -216,11 +232,10 @@ def _proofs_overlapped(timings, started, wait_over, margin, confirm, phases) -> 
     return _add(_later(others_hold, confirmed), PROOF_TO_TAINT), binds
 
 
-def _heartbeat_in_order(started, wait_over, confirm, poll, phases) -> tuple:
+def _heartbeat_in_order(first, wait_over, confirm, poll, phases) -> tuple:
     """Commit 75c96f0: the run polls until NotReady has lasted not_ready_seconds (the Lease proof, its renewTime
     older than its duration + margin, held long before on every preset), then reads the BMC: Off, and Off again
     off_confirm_seconds later."""
-    first = _add(started, PLAYBOOK_TO_FIRST_CHECK)
     phases += [("first_check", first), ("not_ready_wait_over", wait_over)]
     seen = _add(_later(wait_over, first), _poll_wait(poll))
     phases.append(("proofs_checked", seen))
@@ -228,11 +243,10 @@ def _heartbeat_in_order(started, wait_over, confirm, poll, phases) -> tuple:
     return _add(seen, (confirm,) * 3, PROOF_TO_TAINT), f"{binds}, then the Off confirmation"
 
 
-def _power_event_in_order(timings, started, confirm, phases) -> tuple:
+def _power_event_in_order(timings, first, confirm, phases) -> tuple:
     """Commit 75c96f0: the Lease proof held once its renewTime was older than the renew interval + margin (the last
     renewal came 0..renew seconds before the power-off, uniform); the Off pair started at the first proof check.
     The run re-checked at the Lease's moment (0.1 s after it); the taint followed the later of the two."""
-    first = _add(started, PLAYBOOK_TO_FIRST_CHECK)
     confirmed = _add(first, (confirm,) * 3)
     phases += [("first_check", first), ("off_confirmed", confirmed)]
     renew = lease_renew_interval(timings)

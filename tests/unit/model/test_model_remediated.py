@@ -118,6 +118,29 @@ def test_every_phase_is_a_window_and_the_pod_is_ready_last(trigger, order):
         assert each["at"]["expected"] <= phases[-1]["at"]["expected"]
 
 
+def test_a_runs_own_first_check_replaces_the_modelled_start_up_and_moves_the_lease_watch_with_it():
+    """A busy machine starts the proofs late; the benchmark predicts each run from its own moments."""
+    quiet = remediated.remediated_timeline(STOCK, "power-event")
+    late = remediated.remediated_timeline(STOCK, "power-event", observed={"first_check": 30})
+    assert phase(late, "first_check") == {"min": 30, "expected": 30, "max": 30}
+    assert phase(late, "lease_watch_over")["expected"] == pytest.approx(30 + 10 + 3)
+    assert late["statefulset_replaced"]["expected"] == pytest.approx(30 + 13 + AFTER_PROOFS)
+    assert late["statefulset_replaced"]["expected"] > quiet["statefulset_replaced"]["expected"] + 20
+    # on the heartbeat path a first check inside the NotReady wait changes nothing: the wait binds
+    fast = remediation_settings(FAST)
+    modelled = remediated.remediated_timeline(FAST, "node-watch", fast)
+    early = remediated.remediated_timeline(FAST, "node-watch", fast, observed={"not_ready": 4.0, "first_check": 8.0})
+    assert early["binds"] == "the NotReady wait"
+    assert early["statefulset_replaced"]["expected"] == pytest.approx(4.0 + 20 - 0.5 + AFTER_PROOFS)
+    assert phase(modelled, "not_ready")["min"] < phase(modelled, "not_ready")["max"]
+    # one that comes late enough lets the Lease watch bind instead
+    starved = remediated.remediated_timeline(FAST, "node-watch", fast, observed={"not_ready": 4.0, "first_check": 20.0})
+    assert starved["binds"] == "the Lease watch"
+    assert starved["statefulset_replaced"]["expected"] == pytest.approx(20 + 0.75 + 10 + AFTER_PROOFS)
+    with pytest.raises(ValueError, match="cannot observe taint"):
+        remediated.remediated_timeline(STOCK, observed={"taint": 1})
+
+
 def test_an_unknown_trigger_is_refused():
     with pytest.raises(ValueError, match="unknown trigger"):
         remediated.remediated_timeline(STOCK, "webhook")
