@@ -85,6 +85,12 @@ def reading_seconds(readings: list | None, power_off_at: str | None) -> list[dic
             for r in readings if r.get("time")]
 
 
+def first_check_s(run: dict) -> float | None:
+    """When node-outage's first proof check read the Lease and the BMC (its earliest reading), seconds after the
+    power-off; None for a record without readings."""
+    return min((r["at_s"] for r in run.get("readings_s") or []), default=None)
+
+
 def proof_moments(readings_s: list[dict]) -> dict:
     """When each proof first held ({proof name: seconds}) and when power read Off (`off_readings`: seconds), from
     reading_seconds' list."""
@@ -98,7 +104,7 @@ def proof_moments(readings_s: list[dict]) -> dict:
 def breakdown(run: dict) -> dict:
     """One run's phases in order, seconds after the power-off (None: not seen): the trigger's event (the BMC's
     Off event, or NotReady for a heartbeat trigger), the rulebook's start-up (seconds it took, before the
-    power-off), node-outage's start, the moment each proof held and the Off readings, the proof step, the taint, the
+    power-off), node-outage's start, its first proof check, the moment each proof held and the Off readings, the proof step, the taint, the
     deletes, the detach, the replacement Ready."""
     milestones = run.get("milestones", {})
     steps = run.get("steps_s") or {}
@@ -107,6 +113,7 @@ def breakdown(run: dict) -> dict:
         "event_s": event,
         "rulebook_startup_s": run.get("rulebook_startup_seconds"),
         "run_start_s": milestones.get("playbook_started", (run.get("playbook_attempts") or [{}])[0].get("started_s")),
+        "first_check_s": first_check_s(run),
         "proofs_held_s": proof_moments(run.get("readings_s") or []),
         "prove_end_s": steps.get("prove", {}).get("end_s"),
         "proofs": run.get("proofs_whole") or [],

@@ -114,18 +114,20 @@ def measured_proof_order(run: dict | None) -> str:
     return (run or {}).get("proof_order") or IN_ORDER
 
 
-def remediated_prediction(name: str, trigger: str | None = None) -> dict:
+def remediated_prediction(name: str, trigger: str | None = None, observed: dict | None = None) -> dict:
     """The model's remediated timeline of a measured profile, per proof order: {OVERLAPPED: node-outage today,
     IN_ORDER: commit 75c96f0, which measured the page's rows} (model/remediated.py).
 
     The presets are applied with tune-failover, so node-outage waits their remediation.not_ready_seconds; the
     reference profiles are written without it, a cluster never tuned: node-outage's stock 60 s. power-event is
     led by the BMC's event (model trigger power-event); every other remediated row by NotReady (node-watch).
-    ``trigger`` asks for another one (``alert``: the shipped Prometheus alert, not measured).
+    ``trigger`` asks for another one (``alert``: the shipped Prometheus alert, not measured). ``observed``: one run's
+    own moments (model/remediated.py OBSERVABLE), to predict the rest of that run from them.
     """
     timings, problems, _defaults = read_settings(profile_settings(name), parse_version(KUBERNETES_VERSION))
     if problems:
         raise ValueError(f"{name}: {problems[0][1]}")
     trigger = trigger or ("power-event" if name in EVENT_LED_PROFILES else "node-watch")
     remediation = remediation_settings(timings) if name in PRESETS else None
-    return {order: remediated_timeline(timings, trigger, remediation, proof_order=order) for order in (IN_ORDER, OVERLAPPED)}
+    return {order: remediated_timeline(timings, trigger, remediation, proof_order=order, observed=observed)
+            for order in (IN_ORDER, OVERLAPPED)}

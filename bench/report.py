@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
 import deadconn  # noqa: E402
+import phases  # noqa: E402
 import plots  # noqa: E402
 import profiles  # noqa: E402
 import results as results_module  # noqa: E402
@@ -95,11 +96,11 @@ def measured_trigger(entry: dict) -> str:
     return "power-events.yml" if entry["profile"] in profiles.EVENT_LED_PROFILES else "bench-watch"
 
 
-def remediated_prediction_lines(results: dict, order: str, predict=None) -> list[str]:
+def remediated_prediction_lines(results: dict, order: str, predict=None, runs: list[dict] | tuple = ()) -> list[str]:
     """Every measured remediated row (`statefulset_replaced`, the stand-in victim) next to the model's prediction
     (plugins/module_utils/model/remediated.py) for the code that measured it (`order`, profiles.measured_proof_order),
-    with the difference and what the taint follows. Rows measured with the proofs in order (commit 75c96f0) also show
-    the prediction for node-outage today."""
+    with the difference, the difference of each run from its own start (run_differences) and what the taint
+    follows. Rows measured with the proofs in order (commit 75c96f0) also show the prediction for node-outage today."""
     predict = predict or profiles.remediated_prediction
     lookup = timeline_lookup(results)
     in_order = order == profiles.IN_ORDER
@@ -107,9 +108,10 @@ def remediated_prediction_lines(results: dict, order: str, predict=None) -> list
         "| row | started by (measured) | model trigger | NotReady wait | "
         + ("predicted, proofs in order (75c96f0): expected (min-max)" if in_order else "predicted: expected (min-max)")
         + " | measured: median (p95, min-max, n) | measured minus predicted | "
+        + "each run from its own NotReady and first check: measured minus predicted, median (min-max, n) | "
         + ("predicted, node-outage today (proofs overlapped) | " if in_order else "")
         + "the taint follows (model) |",
-        "|---|---|---|---|---|---|---|" + ("---|" if in_order else "") + "---|",
+        "|---|---|---|---|---|---|---|---|" + ("---|" if in_order else "") + "---|",
     ]
     for profile in dict.fromkeys(p for p, m in lookup):
         entry = lookup.get((profile, "statefulset_replaced"))
@@ -122,10 +124,43 @@ def remediated_prediction_lines(results: dict, order: str, predict=None) -> list
         lines.append(
             f"| {profile} | {measured_trigger(entry)} | {today['trigger']} | {wait} "
             f"| {_window_cell(measured_code['statefulset_replaced'])} | {timeline_cell(entry)} | {delta:+g} s "
+            f"| {_differences_cell(run_differences(runs, profile, measured_trigger(entry), order, predict))} "
             + (f"| {_window_cell(today['statefulset_replaced'])} " if in_order else "")
             + f"| {today['binds']} |"
         )
     return lines
+
+
+def row_runs(runs, profile: str, trigger: str) -> list[dict]:
+    """The runs a stand-in row of `statefulset_replaced` is computed from (results.counted_runs: the profile's runs
+    with that trigger, a disturbed run left out)."""
+    return results_module.counted_runs(
+        [r for r in runs if r["profile"] == profile and results_module.run_trigger(r) == trigger
+         and results_module.victim_kubelet(r) == results_module.STAND_IN], "statefulset_replaced")
+
+
+def run_differences(runs, profile: str, trigger: str, order: str, predict) -> list[float]:
+    """Each run's StatefulSet pod Ready minus the model's prediction from that run's own moments: its first proof
+    check (phases.first_check_s) and, on a heartbeat trigger, its NotReady. The model's start-up constants are a quiet
+    machine's; this sets the proofs' order and waits against each run however long its start-up took. A run without
+    readings (before the proofs were recorded) or never Ready is left out."""
+    differences = []
+    for run in row_runs(runs, profile, trigger):
+        first, ready = phases.first_check_s(run), run["milestones"].get("statefulset_replaced")
+        if first is None or ready is None:
+            continue
+        observed = {"first_check": first}
+        if profile not in profiles.EVENT_LED_PROFILES:
+            observed["not_ready"] = run["milestones"]["not_ready"]
+        predicted = predict(profile, observed=observed)[order]["statefulset_replaced"]["expected"]
+        differences.append(round(ready - predicted, 2))
+    return differences
+
+
+def _differences_cell(differences: list[float]) -> str:
+    if not differences:
+        return "—"
+    return f"{statistics.median(differences):+.2f} s ({min(differences):+g} to {max(differences):+g}, n={len(differences)})"
 
 
 # What the prediction section says about the code that measured the rows, per proof order.
@@ -147,13 +182,17 @@ MEASURED_CODE = {
         "clock (a quarter of leaseDurationSeconds plus lease_margin_seconds, 3 s on the power-event path) and takes the "
         "first BMC Off reading; the second reading follows at least 5 s later, and the taint follows the latest of the "
         "NotReady wait, the watch and the first reading + 5 s, never their sum. The prediction models that code, so the "
-        "difference checks the model against what was measured; `the taint follows` names the wait that binds."
+        "difference checks the model against what was measured; `the taint follows` names the wait that binds. The "
+        "model's start-up (the event or NotReady to the run's first check) is a quiet machine's; on a busy one it takes "
+        "longer, and the power-event row, whose Lease watch starts at that check, moves with it. So the next column "
+        "predicts each run from its own NotReady and first check (model/remediated.py, `observed`): it checks the "
+        "proofs' order and waits however long the start-up took."
     ),
 }
 
 
-def remediated_prediction_section(results: dict, order: str, predict=None) -> list[str]:
-    table = remediated_prediction_lines(results, order, predict)
+def remediated_prediction_section(results: dict, order: str, predict=None, runs: list[dict] | tuple = ()) -> list[str]:
+    table = remediated_prediction_lines(results, order, predict, runs)
     if len(table) == 2:
         return []
     return [
@@ -433,7 +472,7 @@ def rulebook_target_lines(results: dict, runs: list[dict] | tuple = (), order: s
 
 
 # The phases a binding text gives the median of, in order: (phases.breakdown key, label).
-BINDING_PHASES = (("event_s", "event"), ("run_start_s", "node-outage started"), ("prove_end_s", "proofs held"),
+BINDING_PHASES = (("event_s", "event"), ("run_start_s", "node-outage started"), ("first_check_s", "first check"), ("prove_end_s", "proofs held"),
                   ("taint_s", "taint"), ("replacement_ready_s", "Ready"))
 
 
@@ -450,10 +489,7 @@ def binding_text(profile: str, trigger: str, runs, order: str, predict) -> str:
     at = {phase["name"]: phase["at"]["expected"] for phase in today["phases"]}
     moments = ", ".join(f"{label} at {at[name]:g} s" for name, label in MODEL_MOMENTS if name in at)
     model = f"What binds (model): {today['binds']} ({wait}{moments})"
-    row_runs = results_module.counted_runs(
-        [r for r in runs if r["profile"] == profile and results_module.run_trigger(r) == trigger
-         and results_module.victim_kubelet(r) == results_module.STAND_IN], "statefulset_replaced")
-    mine = [r["phases"] for r in row_runs if r.get("phases")]
+    mine = [{**r["phases"], "first_check_s": phases.first_check_s(r)} for r in row_runs(runs, profile, trigger) if r.get("phases")]
     medians = []
     for key, label in BINDING_PHASES:
         values = [p[key] for p in mine if p.get(key) is not None]
@@ -538,12 +574,13 @@ def phase_table(runs: list[dict]) -> list[str]:
         return ["Not measured."]
     lines = [
         "| run | profile | trigger | event (the rulebook's Off event or node-down; bench-watch: NotReady) | rulebook start-up s | node-outage started "
-        "| each proof held; Off readings | proofs held | taint | deletes done | detach done | StatefulSet pod Ready |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| first check | each proof held; Off readings | proofs held | taint | deletes done | detach done | StatefulSet pod Ready |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for number, r in enumerate(mine, start=1):
         p = r["phases"]
         cells = [_run_seconds(p.get(k)) for k in ("event_s", "rulebook_startup_s", "run_start_s")]
+        cells.append(_run_seconds(phases.first_check_s(r)))
         cells.append(proof_moments_cell(p.get("proofs_held_s") or {}))
         cells += [_run_seconds(p.get(k)) for k in ("prove_end_s", "taint_s", "deletes_s", "detach_s", "replacement_ready_s")]
         lines.append(f"| {number} | {r['profile']} | {results_module.run_trigger(r)} | " + " | ".join(cells) + " |")
@@ -717,13 +754,14 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         *phase_table(runs or []),
         "",
         "From bench/phases.py: the event (the BMC's Off event in the rulebook's log, or NotReady), the rulebook's "
-        "start-up (before the power-off), node-outage's start, the moment each proof first held and each Off reading "
+        "start-up (before the power-off), node-outage's start, its first proof check (its earliest reading: the Lease "
+        "watch starts and the first Off reading is taken), the moment each proof first held and each Off reading "
         "(the incident record's `readings`; a long wait keeps its first and last readings), the end of its proof step, the taint, the end of the "
         "deletes and of the detach (node-outage's incident record, whole seconds), the StatefulSet pod Ready. Each "
         "run's whole plan, every proof's whole message and the outcome are in raw/timelines-*.json (`plan`, "
         "`proofs_whole`, `outcome`).",
         "",
-        *remediated_prediction_section(results, profiles.measured_proof_order(last_run)),
+        *remediated_prediction_section(results, profiles.measured_proof_order(last_run), runs=runs or []),
         "## Real kubelet vs stand-in",
         "",
         f"The same milestones with the real kubelet v{results['kubernetes_version']} (containerd, real containers, the lab CSI node plugin; "

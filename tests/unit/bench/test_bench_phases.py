@@ -73,13 +73,21 @@ def test_the_breakdown_names_every_phase_in_order():
         "steps_s": {"prove": {"end_s": 25.8}, "delete-pods": {"end_s": 26.1}, "detach-volumes": {"end_s": 26.9}},
     }
     got = phases.breakdown(run)
-    assert list(got) == ["event_s", "rulebook_startup_s", "run_start_s", "proofs_held_s", "prove_end_s", "proofs", "taint_s", "deletes_s",
+    assert list(got) == ["event_s", "rulebook_startup_s", "run_start_s", "first_check_s", "proofs_held_s", "prove_end_s", "proofs", "taint_s", "deletes_s",
                          "detach_s", "replacement_ready_s"]
     assert got["event_s"] == 4.6 and got["run_start_s"] == 6.0 and got["deletes_s"] == 26.1 and got["detach_s"] == 26.9
     # bench-watch: the event is NotReady, the run starts at the benchmark's playbook attempt
     watch = phases.breakdown({"milestones": {"not_ready": 4.5}, "playbook_attempts": [{"started_s": 4.6, "rc": 0}]})
     assert watch["event_s"] == 4.5 and watch["run_start_s"] == 4.6 and watch["rulebook_startup_s"] is None
     assert watch["proofs_held_s"] == {"off_readings": []}
+    assert watch["first_check_s"] is None and got["first_check_s"] is None
+
+
+def test_the_first_check_is_the_runs_earliest_reading():
+    readings_s = [{"at_s": 7.59, "reading": "power", "result": "OFF"}, {"at_s": 7.34, "reading": "lease", "result": "watch started"},
+                  {"at_s": 18.2, "reading": "lease-stale", "result": "holds"}]
+    assert phases.first_check_s({"readings_s": readings_s}) == 7.34
+    assert phases.breakdown({"milestones": {}, "readings_s": readings_s})["first_check_s"] == 7.34
 
 
 def test_each_proof_is_timed_from_the_records_readings_on_the_power_offs_clock():

@@ -160,11 +160,12 @@ def test_every_remediated_run_has_its_phases_on_the_page():
     runs = [{"profile": "fast", "remediated": True, "trigger": "node-watch.yml",
              "phases": {"event_s": 4.6, "rulebook_startup_s": 5.1, "run_start_s": 6.0, "prove_end_s": 25.8, "proofs": ["p"],
                         "proofs_held_s": {"lease-stale": 19.2, "not-ready": 24.6, "off_readings": [9.0, 14.1, 16.0, 18.0, 24.7]},
-                        "taint_s": 26.0, "deletes_s": 26.1, "detach_s": 26.9, "replacement_ready_s": 28.0}},
+                        "taint_s": 26.0, "deletes_s": 26.1, "detach_s": 26.9, "replacement_ready_s": 28.0},
+             "readings_s": [{"at_s": 8.8, "reading": "lease", "result": "watch started"}, {"at_s": 9.0, "reading": "power", "result": "OFF"}]},
             {"profile": "fast", "remediated": False}]
     lines = report.phase_table(runs)
     assert len(lines) == 3
-    assert lines[2] == ("| 1 | fast | node-watch.yml | 4.6 | 5.1 | 6 | lease-stale 19.2, not-ready 24.6; Off 9, 14.1, …, 18, 24.7 "
+    assert lines[2] == ("| 1 | fast | node-watch.yml | 4.6 | 5.1 | 6 | 8.8 | lease-stale 19.2, not-ready 24.6; Off 9, 14.1, …, 18, 24.7 "
                         "| 25.8 | 26 | 26.1 | 26.9 | 28 |")
     # a run recorded before the readings were kept
     assert report.proof_moments_cell({}) == "—"
@@ -295,3 +296,33 @@ def test_a_missed_target_names_what_binds_with_the_models_numbers_and_the_measur
                           "taint 18.2 s, Ready 19.5 s")
     # a met target needs no reason; fast's p50 is met and its p95 missed: it names its NotReady wait, a policy
     assert "NotReady wait 20 s, a policy" in fast and "measured medians" not in fast
+
+
+def test_each_run_is_predicted_from_its_own_first_check_and_notready():
+    """A busy machine starts the proofs late: the run's own moments replace the model's start-up."""
+    import profiles
+
+    def run(profile, trigger, first, ready, not_ready=None, **extra):
+        return {"profile": profile, "remediated": True, "trigger": trigger,
+                "milestones": {"not_ready": not_ready, "statefulset_replaced": ready},
+                "readings_s": [{"at_s": first + 0.2, "reading": "power", "result": "OFF"}, {"at_s": first, "reading": "lease", "result": "watch started"}],
+                **extra}
+
+    # power-event, stock Lease: watch 10 s + margin 3 s from the first check, then 0.1 + 0.7 + 2.0 s to Ready
+    late = run("power-event", "power-events.yml", 30.0, 45.0)
+    quick = run("power-event", "power-events.yml", 4.0, 20.0)
+    left_out = [run("power-event", "power-events.yml", 4.0, None), {**run("power-event", "power-events.yml", 4.0, 99.0), "disturbed": ["w2"]},
+                run("power-event", "power-events.yml", 4.0, 99.0, victim_kubelet="real"), run("fast", "power-events.yml", 4.0, 99.0)]
+    got = report.run_differences([late, quick, *left_out], "power-event", "power-events.yml", profiles.OVERLAPPED, profiles.remediated_prediction)
+    assert got == [-0.8, 0.2]
+    # node-watch: the run's NotReady sets the end of the wait, which binds (fast: 20 s, rounding 0.5 s)
+    fast = run("fast", "node-watch.yml", 9.0, 27.0, not_ready=4.0)
+    assert report.run_differences([fast], "fast", "node-watch.yml", profiles.OVERLAPPED, profiles.remediated_prediction) == [0.7]
+    # a record from before the readings were kept has no first check
+    assert report.run_differences([{**fast, "readings_s": []}], "fast", "node-watch.yml", profiles.OVERLAPPED, profiles.remediated_prediction) == []
+    results = {"timelines": [{**trow("power-event", "statefulset_replaced", 32.5, "power-events.yml", p95=45.0, runs=2), "p50_s": 20.0}]}
+    table = report.remediated_prediction_lines(results, profiles.OVERLAPPED, runs=[late, quick])
+    header = [cell.strip() for cell in table[0].strip("|").split("|")]
+    row = dict(zip(header, [cell.strip() for cell in table[2].strip("|").split("|")], strict=True))
+    assert row["each run from its own NotReady and first check: measured minus predicted, median (min-max, n)"] == "-0.30 s (-0.8 to +0.2, n=2)"
+    assert row["measured minus predicted"] == "+12.2 s"
