@@ -2,16 +2,19 @@
 
 import inspect
 import json
+import statistics
 from pathlib import Path
 
 import profiles
 import pytest
 import report
+import results
 
 BENCHMARKS = Path(__file__).resolve().parents[3] / "docs" / "benchmarks"
 RESULTS = json.loads((BENCHMARKS / "results.json").read_text())
 # The proofs of the code that measured the committed rows (its make bench's record).
 ORDER = profiles.measured_proof_order(json.loads((BENCHMARKS / "raw" / "make-bench.json").read_text()))
+RUNS = results.timeline_runs(BENCHMARKS / "raw")
 
 
 def rows(lines):
@@ -26,12 +29,21 @@ def stand_in_rows(metric):
             if e["metric"] == metric and report.results_module.entry_kubelet(e) == report.results_module.STAND_IN}
 
 
-def test_every_remediated_row_is_predicted_within_3_s_of_its_measured_median_for_the_code_that_measured_it():
-    measured = {profile: entry["median_s"] for profile, entry in stand_in_rows("statefulset_replaced").items()}
+def test_every_remediated_row_is_predicted_within_3_s_from_each_runs_own_start_for_the_code_that_measured_it():
+    """The model's start-up constants are a quiet machine's; the timeline labs share 2 CPUs, so each run is set against
+    the model from its own NotReady and first check (report.run_differences), and the median must be within 3 s."""
+    measured = {profile: entry for (profile, metric), entry in report.timeline_lookup(RESULTS).items()
+                if metric == "statefulset_replaced" and entry["median_s"] is not None}
     assert {"kubernetes-default", "fast", "power-event"} <= set(measured)
-    for profile, median in measured.items():
-        predicted = profiles.remediated_prediction(profile)[ORDER]["statefulset_replaced"]["expected"]
-        assert abs(predicted - median) <= 3, (profile, predicted, median)
+    for profile, entry in measured.items():
+        trigger = report.measured_trigger(entry)
+        differences = report.run_differences(RUNS, profile, trigger, ORDER, profiles.remediated_prediction)
+        if ORDER == profiles.IN_ORDER:  # 75c96f0's records have no readings: the whole row is all there is
+            predicted = profiles.remediated_prediction(profile)[ORDER]["statefulset_replaced"]["expected"]
+            assert not differences and abs(predicted - entry["median_s"]) <= 3, (profile, predicted, entry)
+            continue
+        assert len(differences) == entry["runs"], (profile, trigger, len(differences), entry["runs"])
+        assert abs(statistics.median(differences)) <= 3, (profile, trigger, differences)
 
 
 def test_the_untuned_row_waits_60_s_and_the_power_event_row_has_no_notready_wait():
