@@ -75,6 +75,27 @@ def apply_control_plane(settings: dict) -> list[str]:
     return changed
 
 
+def restore_manifests(original: dict) -> list[str]:
+    """Write back each control-plane manifest whose bytes differ from `original` ({component: text}, read before
+    the first profile) and wait until its component has restarted and serves. The static pod runner restarts a
+    component on any change of its manifest's bytes, a moment after the write: without this wait the next
+    invocation found the apiserver ready, then gone at its first request (make bench of 2026-11-26)."""
+    restored = []
+    for component, text in original.items():
+        if lablib.read_manifest(component) == text:
+            continue
+        before = lablib.component_pid(component)
+        lablib.write_manifest(component, text)
+        lablib.wait_for(lambda c=component, old=before: lablib.component_pid(c) not in (0, old), timeout=180, interval=1,
+                        what=f"{component} restarted with its restored manifest")
+        restored.append(component)
+    if restored:
+        lablib.wait_for(lablib.lab_is_up, timeout=180, interval=1, what="kube-apiserver ready")
+        lablib.wait_for(lambda: lablib.component_healthy("kube-controller-manager"), timeout=120, interval=1,
+                        what="kube-controller-manager healthy")
+    return restored
+
+
 def apply_workers(settings: dict, workers: list[str]) -> list[str]:
     """Rewrite each worker's kubelet config where it differs and restart its kubelet stand-in."""
     wanted = settings["kubelet"]

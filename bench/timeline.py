@@ -624,9 +624,7 @@ def main() -> int:
         default = profiles.profile_settings("kubernetes-default")
         lab_profile.apply(default)
         lablib.kubectl("delete", "configmap", "-n", LOCK_NAMESPACE, "nodeguard-applied-profile", "--ignore-not-found")
-        for component, text in original.items():  # leave the manifests as they were found
-            if lablib.read_manifest(component) != text:
-                lablib.write_manifest(component, text)
+        lab_profile.restore_manifests(original)  # leave the manifests as they were found, the components serving
     return 0
 
 
