@@ -32,7 +32,7 @@ class FakeLab:
 
     @staticmethod
     def wait_for(predicate, timeout, interval, what):
-        for _ in range(10):
+        for _attempt in range(10):
             if predicate():
                 return True
         raise TimeoutError(what)
