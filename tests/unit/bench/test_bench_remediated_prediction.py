@@ -25,8 +25,8 @@ def rows(lines):
 
 
 def stand_in_rows(metric):
-    return {e["profile"]: e for e in RESULTS["timelines"]
-            if e["metric"] == metric and report.results_module.entry_kubelet(e) == report.results_module.STAND_IN}
+    """{profile: the stand-in row of `metric` the page shows}: of several triggers' rows, report.trigger_rank's first."""
+    return {profile: entry for (profile, name), entry in report.timeline_lookup(RESULTS).items() if name == metric}
 
 
 def test_every_remediated_row_is_predicted_within_3_s_from_each_runs_own_start_for_the_code_that_measured_it():
