@@ -933,14 +933,37 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
             statefulset = summary_cell(alone["statefulset_replaced_unremediated"], " without remediation") + "; " + statefulset
         lines.append(f"| {label} | {summary_cell(not_ready)} | {deployment} | {statefulset} | {how} |")
     heartbeats = versus_seed_001(cost_by_profile(raw_cost), "power-event") or "not measured"
+    contention = contention_lines(runs, profiles.measured_proof_order(last_run))
     return [
         *lines,
+        *contention,
         "",
         "Issue 23's targets, judged on the shipped triggers' rows:",
         "",
         *rulebook_target_lines(results, runs, profiles.measured_proof_order(last_run)),
         f"- The power-event row's heartbeat writes at 1000 nodes against seed-001's: {heartbeats}",
     ]
+
+
+def contention_lines(runs, order: str, predict=None) -> list[str]:
+    """What the README's rows shared the machine with: the 1-minute load average at their runs' power-offs, and the
+    model's median difference per row from each run's own start (run_differences). [] without runs."""
+    predict = predict or profiles.remediated_prediction
+    loads, parts = [], []
+    for label, profile, trigger, _how in README_ROWS:
+        loads += [r["load_average_1m"] for r in row_runs(runs, profile, trigger) if r.get("load_average_1m") is not None]
+        differences = run_differences(runs, profile, trigger, order, predict)
+        if differences:
+            parts.append(f"{label} {statistics.median(differences):+.2f} s")
+    if not loads:
+        return []
+    text = (f"These rows' runs shared the CPUs with the other timeline labs: the 1-minute load average at their "
+            f"power-offs was {min(loads):g}-{max(loads):g} (median {statistics.median(loads):g}), and a busy machine "
+            "delays ansible-playbook's start-up before node-outage's first check, which the model takes from a quiet one.")
+    if parts:
+        text += (" Predicted from each run's own NotReady and first check, the model's median difference is "
+                 + ", ".join(parts) + "; the page has both predictions.")
+    return ["", text]
 
 
 def with_readme_summary(readme: str, summary: list[str]) -> str:

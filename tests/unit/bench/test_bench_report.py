@@ -219,6 +219,23 @@ def test_the_readme_section_shows_the_shipped_triggers_rows_with_p50_p95_and_the
     assert "p50 **met** (7.5 s ≤ 8 s); p95 **met** (11 s ≤ 12 s) (n=20)" in text
     assert "p50 **met** (74 s ≤ 75 s) (n=20)" in text
     assert text.endswith("against seed-001's: not measured")
+    assert "shared the CPUs" not in text  # no runs: nothing to say about them
+
+
+def test_the_readme_section_says_what_load_its_rows_ran_under_and_the_model_from_each_runs_start():
+    import profiles
+
+    def run(profile, trigger, first, ready, load, not_ready=None):
+        return {"profile": profile, "remediated": True, "trigger": trigger, "load_average_1m": load,
+                "milestones": {"not_ready": not_ready, "statefulset_replaced": ready},
+                "readings_s": [{"at_s": first, "reading": "lease", "result": "watch started"}]}
+
+    runs = [run("power-event", "power-events.yml", 30.0, 45.0, 20.5), run("power-event", "power-events.yml", 4.0, 20.0, 3.0),
+            run("fast", "node-watch.yml", 9.0, 27.0, 9.0, not_ready=4.0), run("fast", "bench-watch", 9.0, 27.0, 99.0, not_ready=4.0)]
+    (text,) = [line for line in report.contention_lines(runs, profiles.OVERLAPPED) if line]
+    assert "load average at their power-offs was 3-20.5 (median 9)" in text
+    assert "median difference is `fast` preset +0.70 s, power event, stock heartbeats -0.30 s" in text
+    assert report.contention_lines([], profiles.OVERLAPPED) == []
 
 
 def test_the_readme_section_is_replaced_between_its_markers_and_nothing_else_changes():
