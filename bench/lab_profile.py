@@ -69,10 +69,14 @@ def apply_control_plane(settings: dict) -> list[str]:
             changed.append(component)
         lablib.wait_for(lambda c=component, w=wanted: _flags_live(c, w), timeout=180, interval=1,
                         what=f"{component} running with {wanted}")
+    _wait_control_plane_serving()
+    return changed
+
+
+def _wait_control_plane_serving() -> None:
     lablib.wait_for(lablib.lab_is_up, timeout=180, interval=1, what="kube-apiserver ready")
     lablib.wait_for(lambda: lablib.component_healthy("kube-controller-manager"), timeout=120, interval=1,
                     what="kube-controller-manager healthy")
-    return changed
 
 
 def restore_manifests(original: dict) -> list[str]:
@@ -90,9 +94,7 @@ def restore_manifests(original: dict) -> list[str]:
                         what=f"{component} restarted with its restored manifest")
         restored.append(component)
     if restored:
-        lablib.wait_for(lablib.lab_is_up, timeout=180, interval=1, what="kube-apiserver ready")
-        lablib.wait_for(lambda: lablib.component_healthy("kube-controller-manager"), timeout=120, interval=1,
-                        what="kube-controller-manager healthy")
+        _wait_control_plane_serving()
     return restored
 
 

@@ -489,7 +489,7 @@ def binding_text(profile: str, trigger: str, runs, order: str, predict) -> str:
     at = {phase["name"]: phase["at"]["expected"] for phase in today["phases"]}
     moments = ", ".join(f"{label} at {at[name]:g} s" for name, label in MODEL_MOMENTS if name in at)
     model = f"What binds (model): {today['binds']} ({wait}{moments})"
-    mine = [{**r["phases"], "first_check_s": phases.first_check_s(r)} for r in row_runs(runs, profile, trigger) if r.get("phases")]
+    mine = [recorded_phases(r) for r in row_runs(runs, profile, trigger) if r.get("phases")]
     medians = []
     for key, label in BINDING_PHASES:
         values = [p[key] for p in mine if p.get(key) is not None]
@@ -566,6 +566,12 @@ def _run_seconds(value) -> str:
     return "—" if value is None else f"{value:g}"
 
 
+def recorded_phases(run: dict) -> dict:
+    """A run's recorded phases (phases.breakdown, kept in its raw record), with its first check derived from its
+    readings: records written before breakdown had that key lack it."""
+    return {**run["phases"], "first_check_s": phases.first_check_s(run)}
+
+
 def phase_table(runs: list[dict]) -> list[str]:
     """One row per remediated run (every trigger): its phases, seconds after power-off (bench/phases.py). The whole
     messages (plan, each proof, outcome) are in the raw records (`plan`, `proofs_whole`, `outcome`)."""
@@ -578,9 +584,8 @@ def phase_table(runs: list[dict]) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for number, r in enumerate(mine, start=1):
-        p = r["phases"]
-        cells = [_run_seconds(p.get(k)) for k in ("event_s", "rulebook_startup_s", "run_start_s")]
-        cells.append(_run_seconds(phases.first_check_s(r)))
+        p = recorded_phases(r)
+        cells = [_run_seconds(p.get(k)) for k in ("event_s", "rulebook_startup_s", "run_start_s", "first_check_s")]
         cells.append(proof_moments_cell(p.get("proofs_held_s") or {}))
         cells += [_run_seconds(p.get(k)) for k in ("prove_end_s", "taint_s", "deletes_s", "detach_s", "replacement_ready_s")]
         lines.append(f"| {number} | {r['profile']} | {results_module.run_trigger(r)} | " + " | ".join(cells) + " |")
