@@ -31,6 +31,7 @@ class ProofWatch:
         self.first_off_at = None  # monotonic time of the first Off reading (identity shown) of the pair, both paths
         self.lease_silent_at = None  # monotonic time at which the Lease's silence can be proven (None: unknown or never)
         self.not_ready_at = None  # heartbeat path: monotonic time at which NotReady will have lasted not_ready_seconds
+        self.checked_at = None  # monotonic time at which the last check began
         self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
         self.readings = []  # what the proof phase read, and when: the incident timeline's proof rows (note)
         self.noted = set()  # the once-only readings already noted (the Lease watch's end, NotReady long enough)
@@ -49,6 +50,7 @@ class ProofWatch:
         waiting = RenewingClock(run.clock, run.lock)
         while True:
             try:
+                self.checked_at = run.clock.monotonic()
                 self.check(node)
                 return node
             except MissingProofError as error:
@@ -70,9 +72,13 @@ class ProofWatch:
 
     def _until_next_check(self) -> float:
         """The poll interval, or less when a missing proof is known to hold sooner: the Lease watch ends, and NotReady
-        has lasted not_ready_seconds, at times known in advance; every second counts there."""
+        has lasted not_ready_seconds, at times known in advance; every second counts there. A moment that passed while
+        the last check ran (after it began) was not seen by it: the next check is at once."""
         now = self.run.clock.monotonic()
-        due = [at - now + 0.1 for at in (self.lease_silent_at, self.not_ready_at) if at is not None and at > now]
+        moments = [at for at in (self.lease_silent_at, self.not_ready_at) if at is not None]
+        if any(self.checked_at is not None and self.checked_at < at <= now for at in moments):
+            return 0
+        due = [at - now + 0.1 for at in moments if at > now]
         return min([self.run.o.poll_interval, *due])
 
     def watch_can_complete(self, lease_proof: Proof) -> bool:

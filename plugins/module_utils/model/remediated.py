@@ -48,8 +48,8 @@ OBSERVABLE = ("not_ready", "first_check")
 # Collection settings (the defaults users get; tests/unit/model/test_model_remediated.py checks each against its home).
 OFF_CONFIRM_SECONDS = 5.0  # power/identity.py DEFAULT_OFF_CONFIRM_SECONDS: two Off readings this far apart
 POLL_SECONDS = 2.0  # roles/node_outage node_outage_poll_interval: node-outage re-checks its proofs this often
-# incident/outage.py _until_next_check: the check after a proof's known moment (NotReady long enough, the Lease
-# watch over) comes this long after it, not at the next poll.
+# incident/outage_proof.py ProofWatch._until_next_check: the check after a proof's known moment (NotReady long
+# enough, the Lease watch over) comes this long after it, not at the next poll; at once when it passed during a check.
 RECHECK_AFTER_DUE_SECONDS = 0.1
 ALERT_FOR_SECONDS = 60.0  # extensions/prometheus/nodeguard-alerts.yml, NodeguardNodeDown `for: 60s`
 # Alert path, the monitoring stack's settings (parameters of alert_timings; these are the defaults assumed):
