@@ -88,11 +88,12 @@ def _as_list(pairs) -> list:
 
 
 def _describe(timings, version, node_count, limits, distribution) -> dict:
+    remediation = remediation_settings(timings, version)
     return {
         "kubernetes_version": str(version),
         "distribution": distribution,
-        "timeline": predict_timeline(timings),
-        "remediation": remediation_settings(timings),
+        "timeline": predict_timeline(timings, remediation),
+        "remediation": remediation,
         "load": heartbeat_load(timings, node_count, limits.node_status_write_bytes, limits.lease_write_bytes),
         "warnings": _as_list(rules.warnings(timings, version)),
         "kubelet_environment": rules.kubelet_http2_environment(timings),
