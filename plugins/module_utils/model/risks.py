@@ -16,10 +16,9 @@ from urllib.parse import urlsplit
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import STOCK as STOCK_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, kubernetes_defaults
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.tolerations import NOT_READY, UNREACHABLE, by_design, mismatches
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import NEWEST_SUPPORTED, Version
 
-NOT_READY = "node.kubernetes.io/not-ready"
-UNREACHABLE = "node.kubernetes.io/unreachable"
 TOLERATION_FLAGS = {NOT_READY: "default-not-ready-toleration-seconds", UNREACHABLE: "default-unreachable-toleration-seconds"}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # the apiserver's default-unreachable-toleration-seconds when nobody sets it (the same in every version)
@@ -162,18 +161,11 @@ def toleration_risks(pods, timeline: dict, max_examples: int = 20) -> list:
     defaults = _cluster_default_seconds(timeline)
     overridden = []
     for pod in pods or []:
-        metadata = pod.get("metadata") or {}
-        owners = [owner.get("kind") for owner in metadata.get("ownerReferences") or []]
-        if "DaemonSet" in owners or "kubernetes.io/config.mirror" in (metadata.get("annotations") or {}):
+        if by_design(pod):
             continue
-        for toleration in (pod.get("spec") or {}).get("tolerations") or []:
-            key = toleration.get("key", "")
-            if key not in defaults or toleration.get("effect", "NoExecute") != "NoExecute":
-                continue
-            seconds = toleration.get("tolerationSeconds")
-            if seconds is None or int(seconds) != defaults[key]:
-                overridden.append({"pod": f"{metadata.get('namespace')}/{metadata.get('name')}", "key": key,
-                                   "seconds": "unbounded" if seconds is None else int(seconds), "default": defaults[key]})
+        metadata = pod.get("metadata") or {}
+        overridden += [{"pod": f"{metadata.get('namespace')}/{metadata.get('name')}", **entry}
+                       for entry in mismatches(pod.get("spec") or {}, defaults)]
     if not overridden:
         return []
     pods_count = len({entry["pod"] for entry in overridden})
