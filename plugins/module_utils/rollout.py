@@ -18,12 +18,13 @@ class RolloutError(ClusterError):
     """A workload did not finish rolling out in time; the ones after it were not touched."""
 
 
-def stale_pods(workloads, defaults: dict) -> list:
-    """Every running pod that keeps a not-ready/unreachable toleration a new pod of its owner would not get:
+def stale_pods(workloads, defaults: dict, namespaces=()) -> list:
+    """Every running pod (of ``namespaces``, or of all) that keeps a not-ready/unreachable toleration a new pod of its
+    owner would not get:
     [{namespace, name, owner: {kind, namespace, name} or None, rollable, tolerations: [{key, seconds, default}]}].
     ``rollable``: its owner is a Deployment, StatefulSet or DaemonSet that a restart recreates it through."""
     cache, found = {}, []
-    for pod in workloads.list_all_pods():
+    for pod in workloads.list_pods_in(namespaces):
         if (pod.get("status") or {}).get("phase") in FINISHED:
             continue
         owner = owner_of(workloads, pod, cache) if controller_of(pod.get("metadata") or {}) else None

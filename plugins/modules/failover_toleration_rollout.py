@@ -46,6 +46,12 @@ options:
     description:
       - The cluster's C(--default-unreachable-toleration-seconds) now. Omitted or null, the API server's own default, 300.
     type: int
+  namespaces:
+    description:
+      - Only the pods of these namespaces, and so only the workloads there. Empty, every namespace.
+    type: list
+    elements: str
+    default: []
   roll:
     description:
       - Restart the owning workloads one at a time and wait for each rollout. V(false) only lists them.
@@ -124,12 +130,14 @@ from ansible_collections.nodeguard.failover.plugins.module_utils import rollout
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.args import K8S_AUTH_ARGUMENT_SPEC, auth_params
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.client import HAS_KUBERNETES, KUBERNETES_IMPORT_ERROR, build_api_client
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.names import why_not_object_name
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.workloads import RESTARTED_AT, Workloads
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.tolerations import cluster_defaults
 
 OPTIONS = {
     "not_ready_toleration_seconds": {"type": "int"},
     "unreachable_toleration_seconds": {"type": "int"},
+    "namespaces": {"type": "list", "elements": "str", "default": []},
     "roll": {"type": "bool", "default": False},
     "timeout": {"type": "int", "default": 600},
     "interval": {"type": "int", "default": 5},
@@ -139,7 +147,7 @@ OPTIONS = {
 def run(workloads, params: dict, check_mode: bool, now: str, clock=None) -> dict:
     """The module's work without AnsibleModule; raises NodeguardError. ``clock``: k8s.waiters.Clock, a fake in tests."""
     defaults = cluster_defaults(params["not_ready_toleration_seconds"], params["unreachable_toleration_seconds"])
-    pods = rollout.stale_pods(workloads, defaults)
+    pods = rollout.stale_pods(workloads, defaults, params["namespaces"])
     to_roll = rollout.targets(pods)
     rolling = params["roll"] and bool(to_roll)
     result = {"pods": pods, "workloads": to_roll, "commands": [rollout.restart_command(w) for w in to_roll], "rolled": [],
@@ -173,6 +181,9 @@ def main():
         seconds = [p[key] for key in ("not_ready_toleration_seconds", "unreachable_toleration_seconds") if p[key] is not None]
         if min(seconds, default=0) < 0 or p["timeout"] < 1 or p["interval"] < 1:
             raise ValueError("toleration seconds must be 0 or more, timeout and interval 1 or more")
+        wrong = [why for why in (why_not_object_name(name, "namespace") for name in p["namespaces"]) if why]
+        if wrong:
+            raise ValueError(wrong[0])
         now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         result = run(Workloads(build_api_client(auth_params(p))), p, module.check_mode, now)
     except (NodeguardError, ValueError) as e:

@@ -20,8 +20,12 @@ RESTARTED_AT = "kubectl.kubernetes.io/restartedAt"
 class Workloads(Cluster):
     """The reads and the one write (a template annotation) that rolling a workload needs."""
 
-    def list_all_pods(self) -> list:
-        return self._call("list pods in all namespaces", self.core.list_pod_for_all_namespaces)["items"]
+    def list_pods_in(self, namespaces) -> list:
+        """The pods of these namespaces; every namespace's when ``namespaces`` is empty."""
+        if not namespaces:
+            return self._call("list pods in all namespaces", self.core.list_pod_for_all_namespaces)["items"]
+        return [pod for namespace in namespaces
+                for pod in self._call(f"list pods in {namespace}", self.core.list_namespaced_pod, namespace)["items"]]
 
     def get_workload(self, kind: str, namespace: str, name: str):
         read = getattr(self.apps, f"read_namespaced_{ROLLABLE[kind]}")

@@ -13,7 +13,8 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.toleratio
 from ansible_collections.nodeguard.failover.plugins.modules.failover_toleration_rollout import run
 
 NOW = "2026-11-29T05:00:00Z"
-PARAMS = {"not_ready_toleration_seconds": 20, "unreachable_toleration_seconds": 20, "roll": False, "timeout": 60, "interval": 5}
+PARAMS = {"not_ready_toleration_seconds": 20, "unreachable_toleration_seconds": 20, "namespaces": [], "roll": False, "timeout": 60,
+          "interval": 5}
 
 
 def tolerations(seconds):
@@ -42,8 +43,8 @@ class FakeWorkloads:
         self.pods, self.workloads, self.replica_sets, self.stuck = pods, workloads, replica_sets, set(stuck)
         self.restarts, self.pending = [], []
 
-    def list_all_pods(self):
-        return copy.deepcopy(self.pods)
+    def list_pods_in(self, namespaces):
+        return copy.deepcopy([item for item in self.pods if not namespaces or item["metadata"]["namespace"] in namespaces])
 
     def get_replicaset(self, namespace, name):
         return copy.deepcopy(self.replica_sets.get((namespace, name)))
@@ -205,3 +206,8 @@ def test_flags_left_unset_mean_the_api_servers_own_300_seconds():
     fake = FakeWorkloads([pod("web-1", owner=("StatefulSet", "web"), seconds=300)], {("StatefulSet", "shop", "web"): workload("StatefulSet", "web")}, {})
     result = run(fake, {**PARAMS, "not_ready_toleration_seconds": None, "unreachable_toleration_seconds": None}, check_mode=False, now=NOW)
     assert result["pods"] == []
+
+
+def test_namespaces_limit_what_is_listed_and_rolled():
+    result = run(cluster(), {**PARAMS, "namespaces": ["default"]}, check_mode=False, now=NOW)
+    assert names(result["pods"]) == ["default/debug"] and result["workloads"] == []
