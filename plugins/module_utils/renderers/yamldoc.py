@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import json
 import re
 import traceback
 from collections import Counter
@@ -241,7 +242,8 @@ def _keep_comments(hunk, base: list, kinds: list):
     introduces the next key. Kept: every comment line, a blank line after a kept comment, and the
     blank lines among the comments and blank lines that end the removed lines (unless a blank line
     is already right before them). A kept comment belongs to the line below it: when the change
-    rewrites that line, the comment stays right above the new one.
+    rewrites that line, the comment stays right above the new one; when the change removes that line,
+    the comment goes with it (``_take_comments_above`` puts those comment lines into the hunk).
     """
     first, end, lines = hunk
     if all(kinds[number].kind == CONTENT or kinds[number].kind == SCALAR for number in range(first, end)):
@@ -258,34 +260,61 @@ def _keep_comments(hunk, base: list, kinds: list):
             trailing -= 1
         blank_before = removed.start > 0 and kinds[removed.start - 1].kind == BLANK
         replacement = lines[j1:j2]
-        written, pending, seen_comment = 0, [], False  # replacement[:written] is out; pending: kept lines waiting for their line
+        written, pending, comments = 0, [], 0  # replacement[:written] is out; pending: kept lines waiting for their line
         for number in removed:
             kind = kinds[number].kind
             if kind in (CONTENT, SCALAR):
                 rewritten = _rewritten_as(base[number], replacement, written)
                 if rewritten is not None:
                     new_lines.extend(replacement[written:rewritten])
-                    new_lines.extend(pending)
+                    new_lines.extend(base[kept] for kept in pending)
                     new_lines.append(replacement[rewritten])
                     written = rewritten + 1
-                else:  # the line is gone: what was kept above it stays where it was
-                    new_lines.extend(pending)
+                else:  # the line is gone, and so are the comment lines right above it; the rest stays where it was
+                    own = [kept for kept in pending if kind == CONTENT and _comments_above(kept, number, kinds)]
+                    new_lines.extend(base[kept] for kept in pending if kept not in own)
+                    comments -= len(own)
                 pending = []
                 continue
-            keep = kind == COMMENT or (kind == BLANK and (seen_comment or (number >= trailing and not blank_before)))
+            keep = kind == COMMENT or (kind == BLANK and (comments or (number >= trailing and not blank_before)))
             keep = keep and (kind == BLANK or base[number] not in replacement)  # not when the change moved it
-            seen_comment = seen_comment or kind == COMMENT
+            comments += kind == COMMENT
             if keep:
-                pending.append(base[number])
-        new_lines.extend(replacement[written:] + pending)
+                pending.append(number)
+        new_lines.extend(replacement[written:] + [base[kept] for kept in pending])
     return first, end, new_lines
 
 
+def _comments_above(first: int, number: int, kinds: list) -> bool:
+    """True when lines first..number-1 are comments right above line ``number``, at its indentation: they are about it."""
+    return first < number and all(kinds[line].kind == COMMENT and kinds[line].indent == kinds[number].indent for line in range(first, number))
+
+
+def _take_comments_above(hunk, base: list, kinds: list):
+    """The hunk, grown upwards over the comment lines right above the first line it removes.
+
+    ruamel hangs a comment on the line before it, so when the change removes a flag, the comment written
+    above that flag is outside the hunk and would stay, above whatever follows. It is about the removed
+    line: it goes with it (``_keep_comments`` drops it; a rewritten line keeps it).
+    """
+    first, end, lines = hunk
+    if first == end or kinds[first].kind != CONTENT or _rewritten_as(base[first], lines, 0) is not None:
+        return hunk
+    start = first
+    while start > 0 and _comments_above(start - 1, first, kinds):
+        start -= 1
+    return start, end, lines
+
+
 def _line_key(line: str):
-    """What a content line is about: its key, or for a "- name=value" list item its name."""
+    """What a content line is about: its key, or for a "- name=value" list item, or a "- name: x" item of a list of
+    {name, value} (kubeadm v1beta4 extraArgs), its name."""
     match = _CONTENT.match(line.rstrip("\n"))
-    if match.group("key"):
-        return "key", match.group("key").strip("\"'")
+    key = (match.group("key") or "").strip("\"'")
+    if key == "name" and match.group("dashes"):
+        return "item", match.group("value").split(" #", 1)[0].strip().strip("\"'")
+    if key:
+        return "key", key
     return "item", match.group("value").strip().strip("\"'").split("=", 1)[0]
 
 
@@ -330,7 +359,7 @@ def _merge(original: str, base: str, edited: str) -> str:
     where = _align(base_lines, original_lines)
     merged, cursor = [], 0
     for hunk in _hunks(base_lines, edited_lines):
-        first, end, lines = _place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds)
+        first, end, lines = _place_new_lines(_keep_comments(_take_comments_above(hunk, base_lines, kinds), base_lines, kinds), kinds)
         start, stop = _span(where, first, end, len(original_lines))
         start = max(start, cursor)
         merged.extend(original_lines[cursor:start])
@@ -383,7 +412,8 @@ def _fit(lines: list, first: int, end: int, base: list, original: list, where: l
     A line the change keeps (a comment it does not own) is ``original``'s line. A line that replaces one
     line keeps that line's spaces before its comment and at its end. A new line is shifted by as much as
     ``original`` shifts the nearest line of the same depth (the line it replaces, else its neighbours),
-    else the nearest shallower one: its parent.
+    else its parent: the nearest shallower line, or the key an item written flush with it belongs to (a new
+    ``key:`` with its first ``- item`` in a file that has no block list yet).
     """
     kept = {base[number]: original[where[number]] for number in range(first, end) if where[number] is not None}
     neighbours = list(range(first, end)) + list(range(first - 1, -1, -1)) + list(range(end, len(base)))
@@ -406,8 +436,8 @@ def _fit(lines: list, first: int, end: int, base: list, original: list, where: l
             continue
         is_dash = new.dash is not None
         shift = next((shift for indent, dash, shift in references if indent == new.indent and dash == is_dash), None)
-        if shift is None:
-            shift = next((shift for indent, _dash, shift in references if indent < new.indent), 0)
+        if shift is None:  # its parent: a shallower line, or for "- item" under "key:" (dash offset 0) that key
+            shift = next((shift for indent, dash, shift in references if indent < new.indent or (is_dash and not dash and indent == new.indent)), 0)
         shifted = " " * max(new.indent + shift, 0) + line[new.indent:]
         references.insert(0, (new.indent, is_dash, shift))
         fitted.append(shifted)
@@ -433,10 +463,13 @@ def dump(document, like_text: str = "", source: str = "the document") -> str:
     the change did not touch comes out byte for byte as it was: trailing spaces, flow lists, block
     scalars, comments, the final newline or its absence. A value ruamel.yaml cannot write is a
     FileEditError naming ``source`` and the key.
+
+    A file written in JSON (the kubelet reads its --config file in JSON or YAML) stays JSON in its own layout
+    (``_dump_json``).
     """
     require_ruamel()
     try:
-        return _dump(document, like_text)
+        return _dump(document, like_text, source)
     except YAMLError as error:
         where = _unwritable(document) or "a value"
         raise FileEditError(f"{source}: cannot write {where} as YAML ({type(error).__name__})") from None
@@ -448,15 +481,17 @@ def line_ending(text: str) -> str:
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
 
 
-def _dump(document, like_text: str) -> str:
+def _dump(document, like_text: str, source: str) -> str:
     """``dump`` for a file with any line endings: the merge works on "\n", the result gets the file's own."""
     newline = line_ending(like_text)
     if newline == "\n":
-        return _dump_lf(document, like_text)
-    return _dump_lf(document, like_text.replace("\r\n", "\n")).replace("\n", newline)
+        return _dump_lf(document, like_text, source)
+    return _dump_lf(document, like_text.replace("\r\n", "\n"), source).replace("\n", newline)
 
 
-def _dump_lf(document, like_text: str) -> str:
+def _dump_lf(document, like_text: str, source: str) -> str:
+    if _is_json(like_text):
+        return _dump_json(document, like_text, source)
     edited = _dump_styled(document, like_text)
     if not like_text.strip():
         return edited
@@ -468,6 +503,47 @@ def _dump_lf(document, like_text: str) -> str:
     if merged != edited and _yaml().load(merged) != document:
         return edited  # safety net: never write a text that does not hold the rendered document
     return merged
+
+
+def _is_json(text: str) -> bool:
+    """True when ``text`` is a JSON object (JSON is YAML too, so it loaded; it must be written back as JSON)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _json_layouts(body: str):
+    """The json.dumps layouts (indent, separators, ensure_ascii) that could have written ``body``."""
+    lines = body.split("\n")
+    if len(lines) > 1:  # one key a line, indented by what the second line starts with
+        indent = lines[1][: len(lines[1]) - len(lines[1].lstrip(" \t"))]
+        spacings = [(indent, (",", ": ")), (indent, (",", ":"))]
+    else:
+        spacings = [(None, (", ", ": ")), (None, (",", ":"))]
+    return [(indent, separators, ascii_only) for indent, separators in spacings for ascii_only in (False, True)]
+
+
+def _dump_json(document, like_text: str, source: str) -> str:
+    """The document as JSON in the layout of ``like_text``: its indentation, spacing and escapes, its key order
+    (new keys last), its leading and trailing white space. Every line the change does not touch is as it was.
+
+    Only a layout json.dumps reproduces byte for byte is written; any other (a space before the colon, two keys
+    on a line) is a FileEditError before anything is written.
+    """
+    body = like_text.strip()
+    head, tail = like_text[: len(like_text) - len(like_text.lstrip())], like_text[len(like_text.rstrip()):]
+    original = json.loads(body)
+    for indent, separators, ascii_only in _json_layouts(body):
+        if json.dumps(original, indent=indent, separators=separators, ensure_ascii=ascii_only) == body:
+            return head + json.dumps(document, indent=indent, separators=separators, ensure_ascii=ascii_only) + tail
+    raise FileEditError(
+        f"{source} is JSON in a layout this module cannot write back without changing lines it does not own; nothing "
+        "changed. Lay the file out as jq or kubectl -o json write it (one key a line, indented by spaces or a tab, "
+        "\"key\": value), or set the fields by hand"
+    )
 
 
 def plain(value, where: str, key: str = ""):
