@@ -42,6 +42,7 @@ _CONTENT = re.compile(
 )
 _BLOCK_SCALAR = re.compile(r"^[|>][0-9+-]*\s*(?:#.*)?$")
 BLANK, COMMENT, SCALAR, MARKER, CONTENT = "blank", "comment", "scalar", "marker", "content"
+BOM = "\ufeff"
 DEFAULT_STYLE = (2, 0)  # (mapping indent, dash offset) of kubeadm output
 
 
@@ -359,7 +360,8 @@ def _merge(original: str, base: str, edited: str) -> str:
     where = _align(base_lines, original_lines)
     merged, cursor = [], 0
     for hunk in _hunks(base_lines, edited_lines):
-        first, end, lines = _place_new_lines(_keep_comments(_take_comments_above(hunk, base_lines, kinds), base_lines, kinds), kinds)
+        hunk = _place_new_lines(_keep_comments(_take_comments_above(hunk, base_lines, kinds), base_lines, kinds), kinds)
+        first, end, lines = _over_unmatched(hunk, base_lines, where)
         start, stop = _span(where, first, end, len(original_lines))
         start = max(start, cursor)
         merged.extend(original_lines[cursor:start])
@@ -395,11 +397,30 @@ def _span(where: list, first: int, end: int, original_length: int):
     """The lines of ``original`` that base[first:end] stands for: [start, stop)."""
     before = next((where[number] + 1 for number in range(first - 1, -1, -1) if where[number] is not None), 0)
     after = next((where[number] for number in range(end, len(where)) if where[number] is not None), original_length)
-    mapped = [where[number] for number in range(first, end) if where[number] is not None]
     if first == end:  # an insertion: before the line that follows it, else after the one before it
         position = where[first] if first < len(where) and where[first] is not None else before
         return position, position
-    return (mapped[0] if mapped else before), (mapped[-1] + 1 if mapped else after)
+    start = where[first] if where[first] is not None else before  # an unmatched line stands for all between
+    return start, (where[end - 1] + 1 if where[end - 1] is not None else after)
+
+
+def _over_unmatched(hunk, base: list, where: list):
+    """The hunk, grown over the unchanged lines next to it that have no line in ``original``.
+
+    A line of ``base`` without a line in ``original`` (ruamel writes a flow list over several lines on one)
+    stands for every ``original`` line between its matched neighbours. A hunk that starts or ends with one
+    replaces all of those lines, so the unchanged unmatched lines among them must come with it.
+    """
+    first, end, lines = hunk
+    if first == end:
+        return hunk
+    while first > 0 and where[first] is None and where[first - 1] is None:
+        first -= 1
+        lines = [base[first], *lines]
+    while end < len(base) and where[end - 1] is None and where[end] is None:
+        lines = [*lines, base[end]]
+        end += 1
+    return first, end, lines
 
 
 def _indent(line: str) -> int:
@@ -482,11 +503,14 @@ def line_ending(text: str) -> str:
 
 
 def _dump(document, like_text: str, source: str) -> str:
-    """``dump`` for a file with any line endings: the merge works on "\n", the result gets the file's own."""
+    """``dump`` for a file with any line endings and a byte order mark or none: the merge works on "\n" without
+    one, the result gets the file's own (a BOM: UTF-8 files from some Windows editors)."""
+    bom = BOM if like_text.startswith(BOM) else ""
+    like_text = like_text[len(bom):]
     newline = line_ending(like_text)
     if newline == "\n":
-        return _dump_lf(document, like_text, source)
-    return _dump_lf(document, like_text.replace("\r\n", "\n"), source).replace("\n", newline)
+        return bom + _dump_lf(document, like_text, source)
+    return bom + _dump_lf(document, like_text.replace("\r\n", "\n"), source).replace("\n", newline)
 
 
 def _dump_lf(document, like_text: str, source: str) -> str:

@@ -63,6 +63,11 @@ SHAPES = [
         {"flags": {"feature-gates": None, "node-monitor-grace-period": "20s"}},
         id="comment-above-removed-flag",
     ),
+    pytest.param(
+        "rke2-config-flow-lists-multiline.yaml", rancher_config,
+        {"distribution": "rke2", "args": {"kube-controller-manager-arg": {"node-monitor-grace-period": None}, "kubelet-arg": {"v": "2"}}},
+        id="rke2-flow-list-over-several-lines",
+    ),
 ]
 
 

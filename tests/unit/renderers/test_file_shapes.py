@@ -341,3 +341,38 @@ def test_a_removed_kubeadm_extra_arg_takes_the_comment_above_it_along():
     item = '  - name: default-not-ready-toleration-seconds\n    value: "60"\n'
     expected = replaced(before, "  # evict from dead nodes sooner than the stock 300 s (ticket OPS-2210)\n" + item, "")
     assert after == replaced(expected, "  # dead-node detection: see runbook RB-12 before changing\n  - name: node-monitor-grace-period\n    value: 40s\n", "")
+
+
+# -- Found while at it: a flow list over several lines, a byte order mark ---------------------------------------------
+
+FLOW_MULTILINE = "rke2-config-flow-lists-multiline.yaml"
+
+
+def test_a_flow_list_over_several_lines_changed_next_to_another_change_is_written_once():
+    """The multi-line flow list and the line after it change: the list's lines are replaced, not kept beside the new one."""
+    args = {"kube-controller-manager-arg": {"node-monitor-grace-period": None}, "kubelet-arg": {"node-status-update-frequency": "4s"}}
+    before, after = edit(FLOW_MULTILINE, lambda document: rancher.render(document, args, "config.yaml"))
+    expected = replaced(
+        before,
+        '[\n  "node-monitor-grace-period=40s",\n  "terminated-pod-gc-threshold=500"\n]\nkubelet-arg: [ "max-pods=150" ]\n',
+        '["terminated-pod-gc-threshold=500"]\nkubelet-arg: ["max-pods=150", node-status-update-frequency=4s]\n',
+    )
+    assert after == expected
+
+
+def test_a_flow_list_over_several_lines_alone_keeps_the_lines_around_it():
+    args = {"kube-apiserver-arg": {"v": "2"}}
+    before, after = edit(FLOW_MULTILINE, lambda document: rancher.render(document, args, "config.yaml"))
+    assert after == before + "kube-apiserver-arg:\n- v=2\n"
+
+
+@pytest.mark.parametrize("name", [KUBELET_JSON, "rke2-config-comments.yaml"])
+def test_a_byte_order_mark_stays_and_the_file_keeps_its_shape(name):
+    """Windows editors (Notepad before Windows 10 1903) start UTF-8 files with a BOM."""
+    text = fixture_text(name)
+    with_bom = "\ufeff" + text
+    if name == KUBELET_JSON:
+        render = kubelet_settings({"nodeStatusUpdateFrequency": "4s"})
+    else:
+        render = lambda document: rancher.render(document, {"kubelet-arg": {"max-pods": "110"}}, "config.yaml")  # noqa: E731
+    assert yamldoc.dump(render(yamldoc.load(with_bom, name)).document, with_bom) == "\ufeff" + yamldoc.dump(render(yamldoc.load(text, name)).document, text)
