@@ -516,6 +516,10 @@ def _dump(document, like_text: str, source: str) -> str:
 def _dump_lf(document, like_text: str, source: str) -> str:
     if _is_json(like_text):
         return _dump_json(document, like_text, source)
+    if like_text.strip() and is_empty(like_text):  # comments only: they stay, the document follows them
+        if not document:
+            return like_text
+        return like_text + ("" if like_text.endswith("\n") else "\n") + _dump_styled(document, "")
     edited = _dump_styled(document, like_text)
     if not like_text.strip():
         return edited

@@ -68,6 +68,11 @@ SHAPES = [
         {"distribution": "rke2", "args": {"kube-controller-manager-arg": {"node-monitor-grace-period": None}, "kubelet-arg": {"v": "2"}}},
         id="rke2-flow-list-over-several-lines",
     ),
+    pytest.param(
+        "k3s-config-comments-only.yaml", rancher_config,
+        {"distribution": "k3s", "args": {"kubelet-arg": {"node-status-update-frequency": "4s"}}},
+        id="k3s-comments-only",
+    ),
 ]
 
 

@@ -376,3 +376,10 @@ def test_a_byte_order_mark_stays_and_the_file_keeps_its_shape(name):
     else:
         render = lambda document: rancher.render(document, {"kubelet-arg": {"max-pods": "110"}}, "config.yaml")  # noqa: E731
     assert yamldoc.dump(render(yamldoc.load(with_bom, name)).document, with_bom) == "\ufeff" + yamldoc.dump(render(yamldoc.load(text, name)).document, text)
+
+
+def test_a_file_with_only_comments_keeps_them_and_gets_the_new_keys_after_them():
+    """rancher_config edits an empty config.yaml (k3s and RKE2 start on one); the comments in it are the owner's."""
+    args = {"kubelet-arg": {"node-status-update-frequency": "4s"}}
+    before, after = edit("k3s-config-comments-only.yaml", lambda document: rancher.render(document, args, "config.yaml"))
+    assert after == before + "kubelet-arg:\n- node-status-update-frequency=4s\n"

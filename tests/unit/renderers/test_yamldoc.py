@@ -9,7 +9,10 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.renderers impor
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")) + sorted(FIXTURES.glob("*.manifest")), ids=lambda p: p.name)
+FIXTURE_FILES = sorted(path for pattern in ("*.yaml", "*.yml", "*.manifest", "*.json") for path in FIXTURES.glob(pattern))
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
 def test_round_trip_is_byte_identical(path):
     text = path.read_bytes().decode("utf-8")
     assert yamldoc.dump(yamldoc.load(text, path.name), text) == text
