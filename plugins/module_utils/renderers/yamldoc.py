@@ -40,6 +40,7 @@ _CONTENT = re.compile(
     r"""(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#"'{\[\]},&*!|>%@`-][^#]*?|-[^\s#][^#]*?)\s*:(?=\s|$))?"""
     r"""\s*(?P<value>.*)$"""
 )
+_TAB_BEFORE_COMMENT = re.compile(r"(?<=\S)[ \t]*\t[ \t]*(?=#)")
 _BLOCK_SCALAR = re.compile(r"^[|>][0-9+-]*\s*(?:#.*)?$")
 BLANK, COMMENT, SCALAR, MARKER, CONTENT = "blank", "comment", "scalar", "marker", "content"
 BOM = "\ufeff"
@@ -178,11 +179,32 @@ def _yaml_error(error, source: str) -> FileEditError:
     return FileEditError(f"{source} is not valid YAML: {problem}{where}{context}")
 
 
+def _parsable(text: str) -> str:
+    """``text`` as ruamel.yaml can read it: a tab before a trailing comment (``10s<TAB># stock``) becomes spaces.
+
+    YAML takes tabs as the white space before a comment, and so does go-yaml, which the kubelet, RKE2 and k3s read
+    their files with; ruamel.yaml refuses them. Same length, so error positions stay right; the file keeps its tabs
+    (``dump`` writes the lines it does not change as they were, and a changed line keeps the old spacing).
+    """
+    if "\t" not in text:
+        return text
+    lines = _lines(text)
+    return "".join(_untab_comment(line) if kind.kind == CONTENT else line for line, kind in zip(lines, scan(lines)))
+
+
+def _untab_comment(line: str) -> str:
+    for match in _TAB_BEFORE_COMMENT.finditer(line):
+        before = line[: match.start()]
+        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:  # not inside a quoted value
+            return before + " " * len(match.group()) + line[match.end():]
+    return line
+
+
 def load(text: str, source: str):
     """Parse one YAML document whose top level is a mapping; FileEditError otherwise."""
     require_ruamel()
     try:
-        document = _yaml().load(text)
+        document = _yaml().load(_parsable(text))
     except YAMLError as error:
         raise _yaml_error(error, source) from None
     if document is None:
@@ -528,7 +550,7 @@ def _dump_lf(document, like_text: str, source: str) -> str:
     except FileEditError:
         return edited
     merged = _merge(like_text, base, edited)
-    if merged != edited and _yaml().load(merged) != document:
+    if merged != edited and _yaml().load(_parsable(merged)) != document:
         return edited  # safety net: never write a text that does not hold the rendered document
     return merged
 

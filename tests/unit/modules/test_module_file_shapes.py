@@ -73,6 +73,11 @@ SHAPES = [
         {"distribution": "k3s", "args": {"kubelet-arg": {"node-status-update-frequency": "4s"}}},
         id="k3s-comments-only",
     ),
+    pytest.param(
+        "kubelet-config-tab-before-comment.yaml", kubelet_config,
+        {"settings": {"nodeStatusUpdateFrequency": "4s"}},
+        id="kubelet-tab-before-comment",
+    ),
 ]
 
 

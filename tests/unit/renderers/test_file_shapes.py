@@ -383,3 +383,16 @@ def test_a_file_with_only_comments_keeps_them_and_gets_the_new_keys_after_them()
     args = {"kubelet-arg": {"node-status-update-frequency": "4s"}}
     before, after = edit("k3s-config-comments-only.yaml", lambda document: rancher.render(document, args, "config.yaml"))
     assert after == before + "kubelet-arg:\n- node-status-update-frequency=4s\n"
+
+
+def test_a_tab_before_a_trailing_comment_is_read_and_kept():
+    """go-yaml (the kubelet's reader) takes it; ruamel.yaml alone refused the file as "not valid YAML"."""
+    settings = {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
+    before, after = edit("kubelet-config-tab-before-comment.yaml", lambda document: kubelet.render(document, settings, "config.yaml"))
+    expected = replaced(before, "nodeStatusUpdateFrequency: 10s\t# stock; see runbook RB-12\n", "nodeStatusUpdateFrequency: 4s\t# stock; see runbook RB-12\n")
+    assert after == expected + "nodeLeaseDurationSeconds: 20\n"
+
+
+@pytest.mark.parametrize("text", ['a: "x\t#y"\n', "a: 'x\t#y'  # c\n"])
+def test_a_tab_and_hash_inside_quotes_are_the_value(text):
+    assert yamldoc.load(text, "f")["a"] == "x\t#y"
