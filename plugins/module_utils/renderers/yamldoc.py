@@ -330,14 +330,10 @@ def _take_comments_above(hunk, base: list, kinds: list):
 
 
 def _line_key(line: str):
-    """What a content line is about: its key, or for a "- name=value" list item, or a "- name: x" item of a list of
-    {name, value} (kubeadm v1beta4 extraArgs), its name."""
+    """What a content line is about: its key, or for a "- name=value" list item its name."""
     match = _CONTENT.match(line.rstrip("\n"))
-    key = (match.group("key") or "").strip("\"'")
-    if key == "name" and match.group("dashes"):
-        return "item", match.group("value").split(" #", 1)[0].strip().strip("\"'")
-    if key:
-        return "key", key
+    if match.group("key"):
+        return "key", match.group("key").strip("\"'")
     return "item", match.group("value").strip().strip("\"'").split("=", 1)[0]
 
 

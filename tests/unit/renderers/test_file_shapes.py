@@ -396,3 +396,14 @@ def test_a_tab_before_a_trailing_comment_is_read_and_kept():
 @pytest.mark.parametrize("text", ['a: "x\t#y"\n', "a: 'x\t#y'  # c\n"])
 def test_a_tab_and_hash_inside_quotes_are_the_value(text):
     assert yamldoc.load(text, "f")["a"] == "x\t#y"
+
+
+def test_a_removed_kubeadm_extra_arg_next_to_a_changed_one_takes_only_its_own_comment():
+    """Items of a {name, value} list are told apart by their name, not by the key "name" they all have."""
+    name = "kubeadm-cluster-config-v1beta4-commented.yaml"
+    flags = {"default-not-ready-toleration-seconds": None, "default-unreachable-toleration-seconds": "30"}
+    before, after = edit(name, lambda document: kubeadm_config.render(document, None, flags, name))
+    item = '  - name: default-not-ready-toleration-seconds\n    value: "60"\n'
+    expected = replaced(before, "  # evict from dead nodes sooner than the stock 300 s (ticket OPS-2210)\n" + item, "")
+    unreachable = "  - name: default-unreachable-toleration-seconds\n"
+    assert after == replaced(expected, unreachable + '    value: "60"\n', unreachable + '    value: "30"\n')
