@@ -74,7 +74,7 @@ SHAPES = [
         id="k3s-comments-only",
     ),
     pytest.param(
-        "kubelet-config-tab-before-comment.yaml", kubelet_config,
+        "kubelet-config-tab-before-comment.yaml.fixture", kubelet_config,
         {"settings": {"nodeStatusUpdateFrequency": "4s"}},
         id="kubelet-tab-before-comment",
     ),

@@ -366,15 +366,17 @@ def test_a_flow_list_over_several_lines_alone_keeps_the_lines_around_it():
     assert after == before + "kube-apiserver-arg:\n- v=2\n"
 
 
-@pytest.mark.parametrize("name", [KUBELET_JSON, "rke2-config-comments.yaml"])
-def test_a_byte_order_mark_stays_and_the_file_keeps_its_shape(name):
+@pytest.mark.parametrize(
+    ("name", "render"),
+    [
+        (KUBELET_JSON, kubelet_settings({"nodeStatusUpdateFrequency": "4s"})),
+        ("rke2-config-comments.yaml", lambda document: rancher.render(document, {"kubelet-arg": {"max-pods": "110"}}, "config.yaml")),
+    ],
+)
+def test_a_byte_order_mark_stays_and_the_file_keeps_its_shape(name, render):
     """Windows editors (Notepad before Windows 10 1903) start UTF-8 files with a BOM."""
     text = fixture_text(name)
     with_bom = "\ufeff" + text
-    if name == KUBELET_JSON:
-        render = kubelet_settings({"nodeStatusUpdateFrequency": "4s"})
-    else:
-        render = lambda document: rancher.render(document, {"kubelet-arg": {"max-pods": "110"}}, "config.yaml")  # noqa: E731
     assert yamldoc.dump(render(yamldoc.load(with_bom, name)).document, with_bom) == "\ufeff" + yamldoc.dump(render(yamldoc.load(text, name)).document, text)
 
 
@@ -388,7 +390,7 @@ def test_a_file_with_only_comments_keeps_them_and_gets_the_new_keys_after_them()
 def test_a_tab_before_a_trailing_comment_is_read_and_kept():
     """go-yaml (the kubelet's reader) takes it; ruamel.yaml alone refused the file as "not valid YAML"."""
     settings = {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
-    before, after = edit("kubelet-config-tab-before-comment.yaml", lambda document: kubelet.render(document, settings, "config.yaml"))
+    before, after = edit("kubelet-config-tab-before-comment.yaml.fixture", lambda document: kubelet.render(document, settings, "config.yaml"))
     expected = replaced(before, "nodeStatusUpdateFrequency: 10s\t# stock; see runbook RB-12\n", "nodeStatusUpdateFrequency: 4s\t# stock; see runbook RB-12\n")
     assert after == expected + "nodeLeaseDurationSeconds: 20\n"
 

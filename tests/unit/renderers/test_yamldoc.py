@@ -9,7 +9,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.renderers impor
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
-FIXTURE_FILES = sorted(path for pattern in ("*.yaml", "*.yml", "*.manifest", "*.json") for path in FIXTURES.glob(pattern))
+FIXTURE_FILES = sorted(path for pattern in ("*.yaml", "*.yml", "*.manifest", "*.json", "*.fixture") for path in FIXTURES.glob(pattern))
 
 
 @pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
