@@ -11,6 +11,9 @@ description:
   - Sets, changes or removes top-level fields of a kubelet configuration file (C(kind) V(KubeletConfiguration)),
     such as C(/var/lib/kubelet/config.yaml) written by kubeadm, or a file in a kubelet C(--config-dir) drop-in directory.
   - Mapping values such as C(featureGates) are merged key by key; other values replace the field.
+  - The file may be YAML or JSON, as the kubelet reads either. A JSON file stays JSON, in its own layout and key order
+    (a new field goes last). JSON laid out in a way this module cannot write back without changing other lines (for
+    example a space before each colon) is refused before anything is written; lay it out as C(jq) writes it first.
   - The kubelet reads the file only at start; restart it afterwards. The kubelet cannot check a configuration without
     running it, and this module checks only the types of the fields it knows (a duration must be a Go duration, a count
     an integer). A value the kubelet refuses for other reasons (for example a negative C(nodeLeaseDurationSeconds)) shows

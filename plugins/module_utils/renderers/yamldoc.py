@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import json
 import re
 import traceback
 from collections import Counter
@@ -39,8 +40,10 @@ _CONTENT = re.compile(
     r"""(?:(?P<key>"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#"'{\[\]},&*!|>%@`-][^#]*?|-[^\s#][^#]*?)\s*:(?=\s|$))?"""
     r"""\s*(?P<value>.*)$"""
 )
+_TAB_BEFORE_COMMENT = re.compile(r"(?<=\S)[ \t]*\t[ \t]*(?=#)")
 _BLOCK_SCALAR = re.compile(r"^[|>][0-9+-]*\s*(?:#.*)?$")
 BLANK, COMMENT, SCALAR, MARKER, CONTENT = "blank", "comment", "scalar", "marker", "content"
+BOM = "\ufeff"
 DEFAULT_STYLE = (2, 0)  # (mapping indent, dash offset) of kubeadm output
 
 
@@ -176,11 +179,32 @@ def _yaml_error(error, source: str) -> FileEditError:
     return FileEditError(f"{source} is not valid YAML: {problem}{where}{context}")
 
 
+def _parsable(text: str) -> str:
+    """``text`` as ruamel.yaml can read it: a tab before a trailing comment (``10s<TAB># stock``) becomes spaces.
+
+    YAML takes tabs as the white space before a comment, and so does go-yaml, which the kubelet, RKE2 and k3s read
+    their files with; ruamel.yaml refuses them. Same length, so error positions stay right; the file keeps its tabs
+    (``dump`` writes the lines it does not change as they were, and a changed line keeps the old spacing).
+    """
+    if "\t" not in text:
+        return text
+    lines = _lines(text)
+    return "".join(_untab_comment(line) if kind.kind == CONTENT else line for line, kind in zip(lines, scan(lines)))
+
+
+def _untab_comment(line: str) -> str:
+    for match in _TAB_BEFORE_COMMENT.finditer(line):
+        before = line[: match.start()]
+        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:  # not inside a quoted value
+            return before + " " * len(match.group()) + line[match.end():]
+    return line
+
+
 def load(text: str, source: str):
     """Parse one YAML document whose top level is a mapping; FileEditError otherwise."""
     require_ruamel()
     try:
-        document = _yaml().load(text)
+        document = _yaml().load(_parsable(text))
     except YAMLError as error:
         raise _yaml_error(error, source) from None
     if document is None:
@@ -241,7 +265,8 @@ def _keep_comments(hunk, base: list, kinds: list):
     introduces the next key. Kept: every comment line, a blank line after a kept comment, and the
     blank lines among the comments and blank lines that end the removed lines (unless a blank line
     is already right before them). A kept comment belongs to the line below it: when the change
-    rewrites that line, the comment stays right above the new one.
+    rewrites that line, the comment stays right above the new one; when the change removes that line,
+    the comment goes with it (``_take_comments_above`` puts those comment lines into the hunk).
     """
     first, end, lines = hunk
     if all(kinds[number].kind == CONTENT or kinds[number].kind == SCALAR for number in range(first, end)):
@@ -258,27 +283,50 @@ def _keep_comments(hunk, base: list, kinds: list):
             trailing -= 1
         blank_before = removed.start > 0 and kinds[removed.start - 1].kind == BLANK
         replacement = lines[j1:j2]
-        written, pending, seen_comment = 0, [], False  # replacement[:written] is out; pending: kept lines waiting for their line
+        written, pending, comments = 0, [], 0  # replacement[:written] is out; pending: kept lines waiting for their line
         for number in removed:
             kind = kinds[number].kind
             if kind in (CONTENT, SCALAR):
                 rewritten = _rewritten_as(base[number], replacement, written)
                 if rewritten is not None:
                     new_lines.extend(replacement[written:rewritten])
-                    new_lines.extend(pending)
+                    new_lines.extend(base[kept] for kept in pending)
                     new_lines.append(replacement[rewritten])
                     written = rewritten + 1
-                else:  # the line is gone: what was kept above it stays where it was
-                    new_lines.extend(pending)
+                else:  # the line is gone, and so are the comment lines right above it; the rest stays where it was
+                    own = [kept for kept in pending if kind == CONTENT and _comments_above(kept, number, kinds)]
+                    new_lines.extend(base[kept] for kept in pending if kept not in own)
+                    comments -= len(own)
                 pending = []
                 continue
-            keep = kind == COMMENT or (kind == BLANK and (seen_comment or (number >= trailing and not blank_before)))
+            keep = kind == COMMENT or (kind == BLANK and (comments or (number >= trailing and not blank_before)))
             keep = keep and (kind == BLANK or base[number] not in replacement)  # not when the change moved it
-            seen_comment = seen_comment or kind == COMMENT
+            comments += kind == COMMENT
             if keep:
-                pending.append(base[number])
-        new_lines.extend(replacement[written:] + pending)
+                pending.append(number)
+        new_lines.extend(replacement[written:] + [base[kept] for kept in pending])
     return first, end, new_lines
+
+
+def _comments_above(first: int, number: int, kinds: list) -> bool:
+    """True when lines first..number-1 are comments right above line ``number``, at its indentation: they are about it."""
+    return first < number and all(kinds[line].kind == COMMENT and kinds[line].indent == kinds[number].indent for line in range(first, number))
+
+
+def _take_comments_above(hunk, base: list, kinds: list):
+    """The hunk, grown upwards over the comment lines right above the first line it removes.
+
+    ruamel hangs a comment on the line before it, so when the change removes a flag, the comment written
+    above that flag is outside the hunk and would stay, above whatever follows. It is about the removed
+    line: it goes with it (``_keep_comments`` drops it; a rewritten line keeps it).
+    """
+    first, end, lines = hunk
+    if first == end or kinds[first].kind != CONTENT or _rewritten_as(base[first], lines, 0) is not None:
+        return hunk
+    start = first
+    while start > 0 and _comments_above(start - 1, first, kinds):
+        start -= 1
+    return start, end, lines
 
 
 def _line_key(line: str):
@@ -330,7 +378,8 @@ def _merge(original: str, base: str, edited: str) -> str:
     where = _align(base_lines, original_lines)
     merged, cursor = [], 0
     for hunk in _hunks(base_lines, edited_lines):
-        first, end, lines = _place_new_lines(_keep_comments(hunk, base_lines, kinds), kinds)
+        hunk = _place_new_lines(_keep_comments(_take_comments_above(hunk, base_lines, kinds), base_lines, kinds), kinds)
+        first, end, lines = _over_unmatched(hunk, base_lines, where)
         start, stop = _span(where, first, end, len(original_lines))
         start = max(start, cursor)
         merged.extend(original_lines[cursor:start])
@@ -366,11 +415,30 @@ def _span(where: list, first: int, end: int, original_length: int):
     """The lines of ``original`` that base[first:end] stands for: [start, stop)."""
     before = next((where[number] + 1 for number in range(first - 1, -1, -1) if where[number] is not None), 0)
     after = next((where[number] for number in range(end, len(where)) if where[number] is not None), original_length)
-    mapped = [where[number] for number in range(first, end) if where[number] is not None]
     if first == end:  # an insertion: before the line that follows it, else after the one before it
         position = where[first] if first < len(where) and where[first] is not None else before
         return position, position
-    return (mapped[0] if mapped else before), (mapped[-1] + 1 if mapped else after)
+    start = where[first] if where[first] is not None else before  # an unmatched line stands for all between
+    return start, (where[end - 1] + 1 if where[end - 1] is not None else after)
+
+
+def _over_unmatched(hunk, base: list, where: list):
+    """The hunk, grown over the unchanged lines next to it that have no line in ``original``.
+
+    A line of ``base`` without a line in ``original`` (ruamel writes a flow list over several lines on one)
+    stands for every ``original`` line between its matched neighbours. A hunk that starts or ends with one
+    replaces all of those lines, so the unchanged unmatched lines among them must come with it.
+    """
+    first, end, lines = hunk
+    if first == end:
+        return hunk
+    while first > 0 and where[first] is None and where[first - 1] is None:
+        first -= 1
+        lines = [base[first], *lines]
+    while end < len(base) and where[end - 1] is None and where[end] is None:
+        lines = [*lines, base[end]]
+        end += 1
+    return first, end, lines
 
 
 def _indent(line: str) -> int:
@@ -383,7 +451,8 @@ def _fit(lines: list, first: int, end: int, base: list, original: list, where: l
     A line the change keeps (a comment it does not own) is ``original``'s line. A line that replaces one
     line keeps that line's spaces before its comment and at its end. A new line is shifted by as much as
     ``original`` shifts the nearest line of the same depth (the line it replaces, else its neighbours),
-    else the nearest shallower one: its parent.
+    else its parent: the nearest shallower line, or the key an item written flush with it belongs to (a new
+    ``key:`` with its first ``- item`` in a file that has no block list yet).
     """
     kept = {base[number]: original[where[number]] for number in range(first, end) if where[number] is not None}
     neighbours = list(range(first, end)) + list(range(first - 1, -1, -1)) + list(range(end, len(base)))
@@ -406,8 +475,8 @@ def _fit(lines: list, first: int, end: int, base: list, original: list, where: l
             continue
         is_dash = new.dash is not None
         shift = next((shift for indent, dash, shift in references if indent == new.indent and dash == is_dash), None)
-        if shift is None:
-            shift = next((shift for indent, _dash, shift in references if indent < new.indent), 0)
+        if shift is None:  # its parent: a shallower line, or for "- item" under "key:" (dash offset 0) that key
+            shift = next((shift for indent, dash, shift in references if indent < new.indent or (is_dash and not dash and indent == new.indent)), 0)
         shifted = " " * max(new.indent + shift, 0) + line[new.indent:]
         references.insert(0, (new.indent, is_dash, shift))
         fitted.append(shifted)
@@ -433,10 +502,13 @@ def dump(document, like_text: str = "", source: str = "the document") -> str:
     the change did not touch comes out byte for byte as it was: trailing spaces, flow lists, block
     scalars, comments, the final newline or its absence. A value ruamel.yaml cannot write is a
     FileEditError naming ``source`` and the key.
+
+    A file written in JSON (the kubelet reads its --config file in JSON or YAML) stays JSON in its own layout
+    (``_dump_json``).
     """
     require_ruamel()
     try:
-        return _dump(document, like_text)
+        return _dump(document, like_text, source)
     except YAMLError as error:
         where = _unwritable(document) or "a value"
         raise FileEditError(f"{source}: cannot write {where} as YAML ({type(error).__name__})") from None
@@ -448,15 +520,24 @@ def line_ending(text: str) -> str:
     return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
 
 
-def _dump(document, like_text: str) -> str:
-    """``dump`` for a file with any line endings: the merge works on "\n", the result gets the file's own."""
+def _dump(document, like_text: str, source: str) -> str:
+    """``dump`` for a file with any line endings and a byte order mark or none: the merge works on "\n" without
+    one, the result gets the file's own (a BOM: UTF-8 files from some Windows editors)."""
+    bom = BOM if like_text.startswith(BOM) else ""
+    like_text = like_text[len(bom):]
     newline = line_ending(like_text)
     if newline == "\n":
-        return _dump_lf(document, like_text)
-    return _dump_lf(document, like_text.replace("\r\n", "\n")).replace("\n", newline)
+        return bom + _dump_lf(document, like_text, source)
+    return bom + _dump_lf(document, like_text.replace("\r\n", "\n"), source).replace("\n", newline)
 
 
-def _dump_lf(document, like_text: str) -> str:
+def _dump_lf(document, like_text: str, source: str) -> str:
+    if _is_json(like_text):
+        return _dump_json(document, like_text, source)
+    if like_text.strip() and is_empty(like_text):  # comments only: they stay, the document follows them
+        if not document:
+            return like_text
+        return like_text + ("" if like_text.endswith("\n") else "\n") + _dump_styled(document, "")
     edited = _dump_styled(document, like_text)
     if not like_text.strip():
         return edited
@@ -465,9 +546,50 @@ def _dump_lf(document, like_text: str) -> str:
     except FileEditError:
         return edited
     merged = _merge(like_text, base, edited)
-    if merged != edited and _yaml().load(merged) != document:
+    if merged != edited and _yaml().load(_parsable(merged)) != document:
         return edited  # safety net: never write a text that does not hold the rendered document
     return merged
+
+
+def _is_json(text: str) -> bool:
+    """True when ``text`` is a JSON object (JSON is YAML too, so it loaded; it must be written back as JSON)."""
+    if not text.lstrip().startswith("{"):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False
+
+
+def _json_layouts(body: str):
+    """The json.dumps layouts (indent, separators, ensure_ascii) that could have written ``body``."""
+    lines = body.split("\n")
+    if len(lines) > 1:  # one key a line, indented by what the second line starts with
+        indent = lines[1][: len(lines[1]) - len(lines[1].lstrip(" \t"))]
+        spacings = [(indent, (",", ": ")), (indent, (",", ":"))]
+    else:
+        spacings = [(None, (", ", ": ")), (None, (",", ":"))]
+    return [(indent, separators, ascii_only) for indent, separators in spacings for ascii_only in (False, True)]
+
+
+def _dump_json(document, like_text: str, source: str) -> str:
+    """The document as JSON in the layout of ``like_text``: its indentation, spacing and escapes, its key order
+    (new keys last), its leading and trailing white space. Every line the change does not touch is as it was.
+
+    Only a layout json.dumps reproduces byte for byte is written; any other (a space before the colon, two keys
+    on a line) is a FileEditError before anything is written.
+    """
+    body = like_text.strip()
+    head, tail = like_text[: len(like_text) - len(like_text.lstrip())], like_text[len(like_text.rstrip()):]
+    original = json.loads(body)
+    for indent, separators, ascii_only in _json_layouts(body):
+        if json.dumps(original, indent=indent, separators=separators, ensure_ascii=ascii_only) == body:
+            return head + json.dumps(document, indent=indent, separators=separators, ensure_ascii=ascii_only) + tail
+    raise FileEditError(
+        f"{source} is JSON in a layout this module cannot write back without changing lines it does not own; nothing "
+        "changed. Lay the file out as jq or kubectl -o json write it (one key a line, indented by spaces or a tab, "
+        "\"key\": value), or set the fields by hand"
+    )
 
 
 def plain(value, where: str, key: str = ""):

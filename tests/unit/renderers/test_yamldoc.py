@@ -9,7 +9,10 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.renderers impor
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 
 
-@pytest.mark.parametrize("path", sorted(FIXTURES.glob("*.yaml")) + sorted(FIXTURES.glob("*.yml")) + sorted(FIXTURES.glob("*.manifest")), ids=lambda p: p.name)
+FIXTURE_FILES = sorted(path for pattern in ("*.yaml", "*.yml", "*.manifest", "*.json", "*.fixture") for path in FIXTURES.glob(pattern))
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.name)
 def test_round_trip_is_byte_identical(path):
     text = path.read_bytes().decode("utf-8")
     assert yamldoc.dump(yamldoc.load(text, path.name), text) == text
@@ -114,11 +117,11 @@ def test_rke2_comments_between_keys_and_new_items_before_the_comment_that_follow
     assert after == expected
 
 
-def test_removing_the_last_item_keeps_the_comment_and_blank_line_after_it():
+def test_removing_the_last_item_keeps_the_comment_and_blank_line_after_it_and_drops_the_one_above_it():
     args = {"kube-controller-manager-arg": {"node-monitor-grace-period": None}, "kubelet-arg": {"eviction-hard": None}}
     before, after = edited("rke2-config-comments.yaml", lambda document: rancher.render(document, args, "config.yaml"))
     expected = replaced(before, '  - "node-monitor-grace-period=40s"   # platform default\n', "")
-    assert after == replaced(expected, '  - "eviction-hard=memory.available<300Mi"\n', "")
+    assert after == replaced(expected, '  # eviction tuned for small nodes\n  - "eviction-hard=memory.available<300Mi"\n', "")
 
 
 def test_static_pod_new_flag_goes_before_the_comment_about_the_next_key():
