@@ -170,6 +170,8 @@ def test_only_known_power_messages_of_mapped_systems_count(source, api) -> None:
     assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", name="Test Event"), sole="w1") == []
     assert changes(payload("Base.1.0.SubmitTestEvent"), sole="w1") == []
     assert changes({"Events": "x"}) == []
+    many = source["sort_records"]({"Events": [{}] * 65}, systems, "w1", api["names"].shown)
+    assert many.kept == [] and "65 records, more than 64" in many.unknown[0]  # a power record past 64 leads to a reading
 
 
 def test_events_resume_with_last_event_id_after_the_bmc_ends_the_stream(source, api) -> None:

@@ -206,7 +206,10 @@ def sort_records(payload: dict, systems: dict[str, str], sole: str | None, shown
     makes a value inert for a message. Other messages and test events are not power messages: not sorted at all."""
     found = Sorted()
     records = payload.get("Events")
-    for record in records[:MAX_RECORDS] if isinstance(records, list) else []:
+    records = records if isinstance(records, list) else []
+    if len(records) > MAX_RECORDS:
+        found.unknown.append(f"{len(records)} records, more than {MAX_RECORDS}: those after the first {MAX_RECORDS} are not read")
+    for record in records[:MAX_RECORDS]:
         if not isinstance(record, dict) or _messages.is_test_event(payload, record):
             continue
         message_id = record.get("MessageId")
@@ -220,7 +223,7 @@ def sort_records(payload: dict, systems: dict[str, str], sole: str | None, shown
         elif "OriginOfCondition" not in record and sole:
             found.kept.append((sole, state))
         elif "OriginOfCondition" not in record:
-            found.unknown.append(f"{what} has no OriginOfCondition and the BMC has more than the one mapped system")
+            found.unknown.append(f"{what} has no OriginOfCondition, and this stream does not serve exactly one mapped system")
         elif path and SYSTEM_PATH.fullmatch(path):
             found.dropped.append(f"{what} is about {shown(path)}, and no node is mapped to that system")
         else:
