@@ -3,8 +3,10 @@ WHATWG HTML standard), as bmcweb serves them: GET /redfish/v1/EventService/SSE (
 resource here) streams every power Event of every system, without filtering by resource.
 
 - Each Event is `id: N` (an increasing integer) and `data: <Event JSON>`, then a blank line. The Event is the one
-  the EventService builds for its subscriptions (redfish_events.event_record), with no Context (a stream has no
-  subscription to take one from).
+  the EventService builds for its subscriptions in the shape of the BMC's personality (redfish_events.event_record
+  and event_payload), with an empty Context (a stream has no subscription to take one from). So the `openbmc`
+  personality streams bmcweb's event-log records: `Name` "Event Log", no OriginOfCondition. A power change the
+  personality reports no message for (PoweringOff outside `dmtf`) is not streamed.
 - The last RING events are kept, in memory and in sse-events.json in the state directory (mode 0600), so a client
   that reconnects with `Last-Event-ID: N` gets every kept event after N, also after a restart of the emulator.
 - A comment line (`: keep-alive`) every NODEGUARD_BMC_SSE_KEEPALIVE seconds (default 10; 0 = none, as bmcweb).
@@ -33,8 +35,9 @@ log = logging.getLogger("nodeguard.bmc.events")
 class EventStream:
     """The kept events and the queues of the connected clients."""
 
-    def __init__(self, store: Path, keepalive: float, stall: bool):
+    def __init__(self, store: Path, keepalive: float, stall: bool, personality=lambda: redfish_events.DEFAULT_PERSONALITY):
         self.store = store
+        self.personality = personality  # the personality's name now (re-read at each event, like the EventService's)
         self.keepalive = keepalive
         self.stall = stall
         self._lock = threading.Lock()
@@ -44,10 +47,14 @@ class EventStream:
             self._kept = [(int(i), data) for i, data in json.loads(store.read_text())]
 
     def publish(self, system: str, state: str, when) -> None:
-        record = redfish_events.event_record(system, state, when)
+        name = self.personality()
+        record = redfish_events.event_record(system, state, when, name)
+        if record is None:
+            log.info("SSE: %s %s: %s sends no event for it", system, state, name)
+            return
         with self._lock:
             number = self._kept[-1][0] + 1 if self._kept else 1
-            payload = {"@odata.type": "#Event.v1_7_0.Event", "Id": str(number), "Name": "Power event", "Events": [record]}
+            payload = dict(redfish_events.event_payload(record, "", name), Id=str(number))
             data = json.dumps(payload, separators=(",", ":"))
             self._kept = [*self._kept, (number, data)][-RING:]
             self._save()
@@ -100,6 +107,7 @@ def register(app, service: redfish_events.EventService, state_dir: Path) -> Even
         state_dir / "sse-events.json",
         keepalive=float(os.environ.get("NODEGUARD_BMC_SSE_KEEPALIVE", "10")),
         stall=os.environ.get("NODEGUARD_BMC_SSE_STALL") == "1",
+        personality=lambda: service.personality()[0],
     )
 
     @app.route(SSE_PATH, methods=["GET"])

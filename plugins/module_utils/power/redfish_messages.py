@@ -24,12 +24,22 @@ POWER_MESSAGES = {
 MAJOR_VERSIONS = {"ResourceEvent": "1", "OpenBMC": "0", "iLOResourceEvents": None, "iLOEvents": None, "IDRAC": None}
 # RegistryPrefix.Major.Minor[.Errata].MessageKey
 MESSAGE_ID = re.compile(r"([A-Za-z]{1,64})\.([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]{1,3})?\.([A-Za-z0-9]{1,64})")
+# Dell's own id forms besides the registry form: IDRAC.<id> and, from iDRAC9 before 6.x, the bare <id> (a category of
+# up to four capitals and four digits, Dell's Event and Error Message Reference). Only Dell writes bare ids, so only
+# the IDRAC table is looked up for them.
+DELL_SHORT_ID = re.compile(r"(?:IDRAC\.)?([A-Z]{1,4}[0-9]{4})")
 TEST_NAME, TEST_EVENT_TYPE, TEST_MESSAGE_KEYS = "test event", "TestEvent", ("TestEventLog", "TestEvent")
 
 
 def power_state(message_id) -> str:
-    """The state a known power message reports ("Off", "PoweringOff", "On", "Reset"), or "" for any other message."""
-    found = MESSAGE_ID.fullmatch(message_id) if isinstance(message_id, str) else None
+    """The state a known power message reports ("Off", "PoweringOff", "On", "Reset"), or "" for any other message.
+    ``RegistryPrefix.Major.Minor[.Errata].Key``; for Dell also ``IDRAC.<id>`` and the bare ``<id>``."""
+    if not isinstance(message_id, str):
+        return ""
+    dell = DELL_SHORT_ID.fullmatch(message_id)
+    if dell:
+        return POWER_MESSAGES["IDRAC"].get(dell.group(1), "")
+    found = MESSAGE_ID.fullmatch(message_id)
     if not found:
         return ""
     prefix, major, key = found.group(1), found.group(2), found.group(5)

@@ -6,6 +6,9 @@ Server-Sent Events stream, lab/bmc/sse_stream.py), with throwaway containers as 
   The stream itself replays the events it kept after a Last-Event-ID, also across the restart.
 - The fall-back: a BMC whose stream opens and then says nothing (NODEGUARD_BMC_SSE_STALL) makes the source say
   that it falls back to polling; a power-off is then seen by a reading.
+- bmcweb's own power events (issue 38 item 1): the OpenBMC personality streams DCPowerOff/DCPowerOn as bmcweb's
+  event-log records, without OriginOfCondition, while keep-alives keep the stream alive; the source keeps them for
+  the BMC's only system, from the stream (source sse), not from a reading.
 
 The source runs in this process, as ansible-rulebook runs it (its Stream threads, with the collection's Redfish
 client: verified TLS against the lab CA, basic auth to the configured origin). No failover lab is needed.
@@ -13,6 +16,7 @@ client: verified TLS against the lab CA, basic auth to the configured origin). N
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import runpy
@@ -202,3 +206,25 @@ def test_the_lab_managers_name_their_service_root(sse_bmc: Bmc, machine: str) ->
     root = get("/redfish/v1/")
     (member,) = get("/redfish/v1/Managers")["Members"]
     assert get(member["@odata.id"])["ServiceEntryPointUUID"] == root["UUID"]
+
+
+def test_bmcwebs_power_off_without_origin_is_reported_from_the_stream(source: dict, sse_bmc: Bmc, machine: str) -> None:
+    (sse_bmc.state_dir / "event-personality").write_text("openbmc\n")  # read at each event: no restart needed
+    running = Running(source, sse_bmc, [machine], silence_seconds=10, poll_interval=1, reconnect_max=4)
+    try:
+        wait_for(lambda: f"{machine} reads On (first reading" in running.log.text(), "the source's first reading", log=running.log)
+        reset(sse_bmc, machine, "ForceOff")
+        wait_for(lambda: (machine, "Off", "sse") in running.states(), "bmcweb's DCPowerOff from the stream", log=running.log)
+        reset(sse_bmc, machine, "On")
+        wait_for(lambda: (machine, "On", "sse") in running.states(), "bmcweb's DCPowerOn from the stream", log=running.log)
+        assert running.states() == [(machine, "Off", "sse"), (machine, "On", "sse")]
+        assert "falling back" not in running.log.text() and "dropped" not in running.log.text()
+    finally:
+        running.close()
+    replayed = requests.get(
+        f"{sse_bmc.base_url}/redfish/v1/EventService/SSE", headers={"Last-Event-ID": "0"}, auth=sse_bmc.auth, verify=sse_bmc.ca_cert, stream=True, timeout=30
+    )
+    with replayed:
+        data = next(line for line in replayed.iter_lines(decode_unicode=True) if line.startswith("data: "))
+    (record,) = json.loads(data[6:])["Events"]
+    assert record["MessageId"].startswith("OpenBMC.0.") and "OriginOfCondition" not in record  # bmcweb's shape

@@ -104,3 +104,28 @@ def test_a_subscription_may_ask_only_for_the_personalitys_registry() -> None:
         lab.parse_subscription(body, ["ng-worker1"], "ResourceEvent")
     sub = lab.parse_subscription(body, ["ng-worker1"], "OpenBMC")
     assert lab.matches(sub, "ng-worker1", "OpenBMC") and not lab.matches(sub, "ng-worker1", "IDRAC")
+
+
+def load_lab_stream(monkeypatch: pytest.MonkeyPatch):
+    """lab/bmc/sse_stream.py, which imports redfish_events by its name (the lab BMC runs from lab/bmc)."""
+    monkeypatch.setitem(sys.modules, "redfish_events", lab)
+    spec = importlib.util.spec_from_file_location("lab_sse_stream", REPO / "lab" / "bmc" / "sse_stream.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_openbmc_personality_streams_bmcwebs_records_without_origin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SSE stream has the personality's shape too: bmcweb's event-log record, no OriginOfCondition, which the SSE
+    source keeps for the BMC's only system (issue 38 item 1; tests/integration/eda/test_redfish_sse_lab.py)."""
+    stream = load_lab_stream(monkeypatch).EventStream(tmp_path / "sse-events.json", keepalive=0, stall=False, personality=lambda: "openbmc")
+    stream.publish("ng-worker1", "Off", WHEN)
+    stream.publish("ng-worker1", "PoweringOff", WHEN)  # bmcweb reports no PoweringOff: nothing streamed
+    ((number, data),) = json.loads((tmp_path / "sse-events.json").read_text())
+    payload = json.loads(data)
+    assert (number, payload["Id"], payload["Name"]) == (1, "1", "Event Log")
+    (record,) = payload["Events"]
+    assert "OriginOfCondition" not in record and record["MessageId"] == "OpenBMC.0.1.DCPowerOff"
+    source = runpy.run_path(str(REPO / "extensions" / "eda" / "plugins" / "event_source" / "redfish_sse.py"))
+    found = source["sort_records"](payload, {"/redfish/v1/Systems/ng-worker1": "ng-worker1"}, "ng-worker1", repr)
+    assert found.kept == [("ng-worker1", "Off")]

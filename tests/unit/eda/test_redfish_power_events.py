@@ -189,7 +189,7 @@ def test_the_same_system_path_behind_two_bmcs_is_told_apart_by_endpoint_and_toke
 def test_the_payload_context_does_not_matter(mapped) -> None:
     """bmcweb sends no Context at the payload root; a Context naming another node changes nothing either."""
     main = mapped()
-    for context in (None, "nodeguard:ng-worker2", 7):
+    for context in (None, "nodeguard:ng-worker2", ""):
         posted_event = event(record())
         if context is None:
             del posted_event["payload"]["Context"]
@@ -221,6 +221,7 @@ def test_each_vendors_power_off_becomes_one_power_event(mapped, fixture, node, s
     ("OpenBMC.0.1.DCPowerOn", "On"), ("OpenBMC.0.4.DCPowerOff", "Off"),
     ("iLOResourceEvents.1.0.ServerPoweredOn", "On"), ("iLOEvents.2.1.ServerPoweredOff", "Off"),
     ("IDRAC.2.9.SYS1000", "On"), ("IDRAC.2.8.SYS1003", "Reset"), ("IDRAC.2.8.SYS1001", "Off"),
+    ("SYS1001", "Off"), ("IDRAC.SYS1001", "Off"), ("SYS1000", "On"),  # iDRAC9 before 6.x: bare ids (docs/power-events.md)
 ])
 def test_the_vendors_power_messages_and_their_states(mapped, message_id: str, state: str) -> None:
     rec = record()
@@ -230,7 +231,8 @@ def test_the_vendors_power_messages_and_their_states(mapped, message_id: str, st
 
 
 @pytest.mark.parametrize("message_id", ["OpenBMC.0.1.PowerButtonPressed", "OpenBMC.1.0.DCPowerOff", "IDRAC.2.8.SYS1002",
-                                        "IDRAC.2.8.SYS100", "iLOResourceEvents.1.0.ServerPoweredOffX", "SYS1001",
+                                        "IDRAC.2.8.SYS100", "iLOResourceEvents.1.0.ServerPoweredOffX", "TMP0120",
+                                        "PWR1004", "DCPowerOff",
                                         "Dell.1.0.SYS1001", "ResourceEvent.1.3.0.ResourceChanged"])
 def test_other_vendor_messages_are_refused(mapped, message_id: str) -> None:
     rec = record()
@@ -303,6 +305,27 @@ def test_malformed_fields_are_refused(mapped, field: str, value) -> None:
     rec = record()
     rec[field] = value
     assert field in refused(mapped()(event(rec)))
+
+
+@pytest.mark.parametrize(("where", "field", "value"), [
+    ("payload", "Context", 7), ("payload", "Context", {"node": "ng-worker1"}), ("payload", "Context", None), ("payload", "Name", ["x"]),
+    ("record", "Context", 7), ("record", "Context", {"@odata.id": "x"}), ("record", "Message", 1), ("record", "Severity", True),
+    ("record", "MessageArgs", "ng-worker1"), ("record", "MessageArgs", [1]),
+])
+def test_a_non_string_where_the_event_schema_has_a_string_refuses_the_whole_post(mapped, where: str, field: str, value) -> None:
+    """As docs/eda.md says: the Event schema's string properties, also those the filter does not use (Context)."""
+    posted_event = event(record(), record(event_id="ev-2"))
+    (posted_event["payload"] if where == "payload" else posted_event["payload"]["Events"][1])[field] = value
+    text = refused(mapped()(posted_event))
+    assert f"{field} must be " in text
+
+
+def test_message_args_null_is_accepted_as_dell_sends_it(mapped) -> None:
+    """iDRAC (PowerEdge R470, dell/iDRAC-Redfish-Scripting issue 353) sends "MessageArgs": null in an Alert."""
+    rec = record()
+    rec["MessageArgs"] = None
+    (out,) = mapped()(event(rec))
+    assert out["nodeguard_power_event"]["state"] == "Off"
 
 
 def test_a_record_that_is_not_an_object_is_refused_and_others_still_pass(mapped) -> None:

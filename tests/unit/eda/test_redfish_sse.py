@@ -18,7 +18,7 @@ SOURCE = REPO / "extensions" / "eda" / "plugins" / "event_source" / "redfish_sse
 PASSWORD = "pw-never-shown-4711"
 W1 = {"type": "redfish", "address": "https://bmc.example", "system_id": "w1", "username": "admin", "password": PASSWORD}
 W2 = {**W1, "system_id": "w2"}
-SETTINGS = {"silence_seconds": 30, "poll_interval": 5, "reconnect_max": 8}
+SETTINGS = {"silence_seconds": 30, "poll_interval": 5, "reconnect_max": 8, "read_interval": 120}
 
 
 @pytest.fixture(scope="module")
@@ -65,12 +65,35 @@ class Answer(io.BytesIO):
         self.on_end = None  # set on the last answer: the test ends when it has been read
 
     def readline(self, limit=-1):
-        line = super().readline(limit)
-        if not line and self.on_end:
+        return self._ended(super().readline(limit))
+
+    def read1(self, size=-1):
+        return self._ended(super().read1(size))
+
+    def _ended(self, data: bytes) -> bytes:
+        if not data and self.on_end:
             self.on_end()
-        if not line and self.then_silent:
+        if not data and self.then_silent:
             raise TimeoutError("The read operation timed out")
-        return line
+        return data
+
+
+class Trickle(Answer):
+    """A stream answer whose bytes arrive ``step`` seconds apart on the fake monotonic clock ``now`` (each read gets
+    one byte), the way a stalled or hostile BMC can keep every single recv under the socket timeout."""
+
+    def __init__(self, data: bytes, now: list, step: float):
+        super().__init__(data)
+        self.now, self.step = now, step
+
+    def read1(self, size=-1):
+        self.now[0] += self.step
+        return self._ended(super().read(1))
+
+    def readline(self, limit=-1):
+        line = super().readline(limit)
+        self.now[0] += self.step * len(line)
+        return self._ended(line)
 
 
 class FakeSession:
@@ -79,15 +102,16 @@ class FakeSession:
     address = "https://bmc.example"
     secrets = (PASSWORD,)
 
-    def __init__(self, answers: list, stop: threading.Event, service: dict | None = None):
+    def __init__(self, answers: list, stop: threading.Event, service: dict | None = None, systems: tuple = ("w1", "w2")):
         self.answers = list(answers)
         self.stop = stop
         self.service = {"ServerSentEventUri": "/redfish/v1/EventService/SSE"} if service is None else service
+        self.systems = {"Members": [{"@odata.id": f"/redfish/v1/Systems/{system}"} for system in systems]}
         self.headers: list[dict] = []
 
     def fetch(self, method, path):
-        assert (method, path) == ("GET", "/redfish/v1/EventService")
-        return self.service
+        assert method == "GET" and path in ("/redfish/v1/EventService", "/redfish/v1/Systems")
+        return self.service if path == "/redfish/v1/EventService" else self.systems
 
     def open_stream(self, path, headers, timeout):
         assert path == "/redfish/v1/EventService/SSE" and timeout == SETTINGS["silence_seconds"]
@@ -102,10 +126,10 @@ class FakeSession:
         return answer
 
 
-def make_stream(source, api, session, readers: dict, stop):
+def make_stream(source, api, session, readers: dict, stop, now: list | None = None):
     nodes = [source["Node"](name, f"/redfish/v1/Systems/{name}", reader) for name, reader in readers.items()]
     emitted, slept = [], []
-    now = [0.0]
+    now = [0.0] if now is None else now
 
     def sleep(seconds):
         slept.append(seconds)
@@ -125,32 +149,36 @@ def test_the_stream_format(source) -> None:
     assert [parser.feed(line + "\n") for line in lines] == [None, None, None, None, None, None, ("7", '{"a":\n1}'), None, None, ("7", "x")]
 
 
-def test_only_known_power_messages_of_mapped_systems_count(source) -> None:
+def test_only_known_power_messages_of_mapped_systems_count(source, api) -> None:
     systems = {"/redfish/v1/Systems/w1": "w1"}
-    changes = source["power_changes"]
+
+    def changes(payload, sole=None):
+        return source["sort_records"](payload, systems, sole, api["names"].shown).kept
 
     def payload(message_id, origin="/redfish/v1/Systems/w1", name="Power event"):
         return {"Name": name, "Events": [{"MessageId": message_id, "OriginOfCondition": {"@odata.id": origin}}]}
 
-    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff"), systems) == [("w1", "Off")]
-    assert changes(payload("OpenBMC.0.4.DCPowerOff"), systems) == [("w1", "Off")]
-    assert changes(payload("iLOResourceEvents.2.1.ServerPoweredOn"), systems) == [("w1", "On")]
-    assert changes({"Events": [{"MessageId": "iLOResourceEvents.2.1.ServerPoweredOff", "OriginOfCondition": "/redfish/v1/Systems/w1/"}]}, systems) == [
-        ("w1", "Off")
-    ]
-    assert changes(payload("ResourceEvent.1.3.ResourcePoweringOff"), systems) == []  # not a power state
-    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", "/redfish/v1/Systems/w9"), systems) == []  # another system
-    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", "/redfish/v1/Chassis/w1"), systems) == []
-    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", name="Test Event"), systems) == []
-    assert changes(payload("Base.1.0.SubmitTestEvent"), systems) == []
-    assert changes(["not", "an", "event"], systems) == [] and changes({"Events": "x"}, systems) == []
+    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff")) == [("w1", "Off")]
+    assert changes({"Events": [{"MessageId": "OpenBMC.0.4.DCPowerOff"}]}, sole="w1") == [("w1", "Off")]  # bmcweb: no origin
+    assert changes(payload("iLOResourceEvents.2.1.ServerPoweredOn")) == [("w1", "On")]
+    assert changes({"Events": [{"MessageId": "iLOResourceEvents.2.1.ServerPoweredOff", "OriginOfCondition": "/redfish/v1/Systems/w1/"}]}) == [("w1", "Off")]
+    assert changes({"Events": [{"MessageId": "SYS1001"}]}, sole="w1") == [("w1", "Off")]  # iDRAC9 before 6.x, one system
+    assert changes({"Events": [{"MessageId": "OpenBMC.0.1.DCPowerOff"}]}) == []  # no origin, and not the only system
+    assert changes(payload("ResourceEvent.1.3.ResourcePoweringOff"), sole="w1") == []  # not a power state
+    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", "/redfish/v1/Systems/w9"), sole="w1") == []  # another system
+    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", "/redfish/v1/Chassis/w1"), sole="w1") == []
+    assert changes(payload("ResourceEvent.1.3.ResourcePoweredOff", name="Test Event"), sole="w1") == []
+    assert changes(payload("Base.1.0.SubmitTestEvent"), sole="w1") == []
+    assert changes({"Events": "x"}) == []
+    many = source["sort_records"]({"Events": [{}] * 65}, systems, "w1", api["names"].shown)
+    assert many.kept == [] and "65 records, more than 64" in many.unknown[0]  # a power record past 64 leads to a reading
 
 
 def test_events_resume_with_last_event_id_after_the_bmc_ends_the_stream(source, api) -> None:
     stop = threading.Event()
     session = FakeSession(
         [
-            Answer(event(1, "w1", "ResourceEvent.1.3.ResourcePoweredOff") + event(2, "w2", "OpenBMC.0.1.DCPowerOff")),
+            Answer(event(1, "w1", "ResourceEvent.1.3.ResourcePoweredOff") + event(2, "w2", "iLOResourceEvents.1.0.ServerPoweredOff", origin_as_string=True)),
             Answer(event(3, "w1", "ResourceEvent.1.3.ResourcePoweredOn")),
         ],
         stop,
@@ -245,7 +273,7 @@ def test_the_arguments_are_checked_against_the_schema(source, api, args: dict, w
 
 def test_nodes_of_one_bmc_share_a_stream_and_names_are_checked(source, api) -> None:
     streams, settings = source["checked_config"]({"bmcs": [{"node": "w1", "power": W1}, {"node": "w2", "power": W2}]}, api)
-    assert settings == {"silence_seconds": 60, "poll_interval": 5, "reconnect_max": 60}
+    assert settings == {"silence_seconds": 60, "poll_interval": 5, "reconnect_max": 60, "read_interval": 300}
     ((_session, nodes),) = streams
     assert [n.system_path for n in nodes] == ["/redfish/v1/Systems/w1", "/redfish/v1/Systems/w2"]
     with pytest.raises(ValueError, match="same Redfish system"):
@@ -276,3 +304,141 @@ def test_the_source_and_the_webhook_filter_read_one_table_of_power_messages(sour
             assert source["message_state"](f"{prefix}.{major}.0.{key}") == expected
     assert source["message_state"]("DCPowerOff") is None
     assert source["message_state"]("ResourceEvent.2.0.ResourcePoweredOff") is None
+
+
+# --- bmcweb's own power records (issue 38 item 1) ---------------------------------------------------------------
+
+
+def bmcweb_event(number: int, message_id: str = "OpenBMC.0.1.DCPowerOff") -> bytes:
+    """An Event as bmcweb streams it (written from the OpenBMC message registry OpenBMC.0.1.0 and bmcweb's event log
+    records: "Name" "Event Log", a Message record without OriginOfCondition; a stream has no subscription Context)."""
+    import json
+
+    record = {
+        "@odata.type": "#Message.v1_1_1.Message",
+        "EventId": str(number),
+        "EventTimestamp": "2026-11-23T08:00:00+00:00",
+        "EventType": "Event",
+        "Message": "Host system DC power is off",
+        "MessageArgs": [],
+        "MessageId": message_id,
+        "MessageSeverity": "OK",
+    }
+    payload = {"@odata.type": "#Event.v1_4_0.Event", "Id": str(number), "Name": "Event Log", "Events": [record]}
+    return f"id: {number}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def test_bmcwebs_power_off_without_origin_is_kept_when_the_bmc_has_only_the_mapped_system(source, api) -> None:
+    stop = threading.Event()
+    session = FakeSession([Answer(bmcweb_event(1))], stop, systems=("w1",))
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": Reader("on")}, stop)
+    stream.run(stop)
+    assert states(emitted) == [("w1", "Off", "sse")]
+
+
+def test_a_power_message_without_origin_on_a_bmc_of_several_systems_leads_to_a_reading(source, api, caplog) -> None:
+    stop = threading.Event()
+    w1, w2 = Reader("on", then="off"), Reader("on")
+    session = FakeSession([Answer(bmcweb_event(1))], stop)
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": w1, "w2": w2}, stop)
+    with caplog.at_level(logging.INFO, logger="nodeguard.failover.redfish_sse"):
+        stream.run(stop)
+    assert states(emitted) == [("w1", "Off", "poll")]  # the reading right after the record
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "OpenBMC.0.1.DCPowerOff" in warning.getMessage() and "no OriginOfCondition" in warning.getMessage()
+    assert "reading PowerState" in warning.getMessage()
+
+
+def test_one_mapped_node_on_a_bmc_with_more_systems_is_no_proof_of_the_origin(source, api) -> None:
+    stop = threading.Event()
+    w1 = Reader("on", then="on")
+    session = FakeSession([Answer(bmcweb_event(1))], stop, systems=("w1", "w9"))
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": w1}, stop)
+    stream.run(stop)
+    assert states(emitted) == []  # read On again: the Off was another system's
+    assert w1.reads == 2  # on connecting, and for the record it could not attribute
+
+
+def test_a_dropped_power_message_is_a_warning_with_its_reason(source, api, caplog) -> None:
+    stop = threading.Event()
+    session = FakeSession([Answer(event(1, "w9", "ResourceEvent.1.3.ResourcePoweredOff"))], stop)
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": Reader("on"), "w2": Reader("on")}, stop)
+    with caplog.at_level(logging.INFO, logger="nodeguard.failover.redfish_sse"):
+        stream.run(stop)
+    assert emitted == []
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert "/redfish/v1/Systems/w9" in warning.getMessage() and "no node is mapped" in warning.getMessage()
+
+
+# --- state across reconnects (issue 38 item 2) --------------------------------------------------------------------
+
+
+def test_a_fragment_left_by_a_broken_connection_is_not_glued_to_the_next_event(source, api) -> None:
+    stop = threading.Event()
+    session = FakeSession(
+        [Answer(event(1, "w1", "ResourceEvent.1.3.ResourcePoweredOn") + b'id: 2\ndata: {"Events": [{"Mess'), Answer(bmcweb_event(3))], stop, systems=("w1",)
+    )
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": Reader("on")}, stop)
+    stream.run(stop)
+    assert states(emitted) == [("w1", "Off", "sse")]
+    assert session.headers == [{}, {"Last-Event-ID": "1"}]  # event 2 was never dispatched
+
+
+def test_an_event_that_is_not_json_leads_to_a_reading(source, api, caplog) -> None:
+    stop = threading.Event()
+    session = FakeSession([Answer(b"id: 4\ndata: {not json\n\n")], stop)
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": Reader("on", then="off")}, stop)
+    with caplog.at_level(logging.INFO, logger="nodeguard.failover.redfish_sse"):
+        stream.run(stop)
+    assert states(emitted) == [("w1", "Off", "poll")]
+    assert "event '4' is not a Redfish Event in JSON; reading PowerState" in caplog.text
+
+
+# --- stream bounds (issue 38 item 3) ---------------------------------------------------------------------------------
+
+
+def test_a_trickling_stream_reaches_the_silence_deadline(source, api, caplog) -> None:
+    """Every byte arrives within the socket timeout, but no line ends within silence_seconds (30 s)."""
+    stop = threading.Event()
+    now = [0.0]
+    session = FakeSession([Trickle(b": " + b"x" * 40 + b"\n\n", now, step=1.0), Answer(b"")], stop)
+    stream, _emitted, _slept = make_stream(source, api, session, {"w1": Reader("on")}, stop, now)
+    with caplog.at_level(logging.INFO, logger="nodeguard.failover.redfish_sse"):
+        stream.run(stop)
+    assert "no event or keep-alive for 30 s; falling back to polling" in caplog.text
+
+
+def test_empty_data_lines_count_toward_the_event_bound(source) -> None:
+    parser = source["SseParser"]()
+    with pytest.raises(ValueError, match="an event larger than"):
+        for _ in range(source["MAX_EVENT"] + 1):
+            parser.feed("data:\n")
+
+
+def test_a_stream_that_ends_at_once_backs_off_and_only_an_event_resets_it(source, api) -> None:
+    stop = threading.Event()
+    w1 = Reader("on")
+    session = FakeSession([Answer(b""), Answer(b""), Answer(b""), Answer(event(1, "w1", "ResourceEvent.1.3.ResourcePoweredOn")), Answer(b"")], stop)
+    stream, _emitted, _slept = make_stream(source, api, session, {"w1": w1}, stop)
+    original, rounds = stream.poll_for, []
+
+    def poll_for(seconds, stop_event):
+        rounds.append(seconds)
+        original(seconds, stop_event)
+
+    stream.poll_for = poll_for
+    stream.run(stop)
+    assert rounds == [1.0, 2.0, 4.0, 1.0]
+
+
+def test_each_node_is_read_periodically_while_its_stream_looks_alive(source, api) -> None:
+    """A stream that sends keep-alives but no power event: the reading every read_interval (120 s) sees the Off."""
+    stop = threading.Event()
+    now = [0.0]
+    w1 = Reader("on", then="off")
+    keepalives = Trickle(b": keep-alive\n\n" * 30, now, step=1.0)  # 14 bytes each: 420 s of keep-alives
+    session = FakeSession([keepalives], stop)
+    stream, emitted, _slept = make_stream(source, api, session, {"w1": w1}, stop, now)
+    stream.run(stop)
+    assert states(emitted) == [("w1", "Off", "poll")]
+    assert w1.reads == 1 + 3  # on connecting, then at 120, 240 and 360 s

@@ -8,7 +8,8 @@ Real BMCs say it in their own registries (docs/power-events.md, one table per ve
 - DMTF ResourceEvent 1.x: ResourcePoweredOff, ResourcePoweringOff, ResourcePoweredOn;
 - OpenBMC (bmcweb): OpenBMC.0.x.DCPowerOff / DCPowerOn, with no ``Context`` at the payload root;
 - HPE iLO 5/6/7: iLOEvents / iLOResourceEvents ServerPoweredOff / ServerPoweredOn, OriginOfCondition a plain string;
-- Dell iDRAC9: IDRAC.x.y.SYS1001 "System is turning off.", SYS1000 (on), SYS1003 (CPU reset), offsets like -0800.
+- Dell iDRAC9: IDRAC.x.y.SYS1001 "System is turning off.", SYS1000 (on), SYS1003 (CPU reset), offsets like -0800;
+  before firmware 6.x the bare id (SYS1001).
 
 **Which BMC posted** is decided by what the BMC cannot borrow from another: the endpoint it posts to
 (``<destination>/<node>``, one path per BMC) and its own credential, the header ``X-Nodeguard-Token`` holding
@@ -59,11 +60,14 @@ description:
     The payload and the webhook's meta are not passed on.
   - Power messages known (docs/power-events.md) are DMTF ResourceEvent 1.x ResourcePoweredOff, ResourcePoweringOff,
     ResourcePoweredOn; OpenBMC DCPowerOff, DCPowerOn; HPE iLO (iLOEvents, iLOResourceEvents) ServerPoweredOff,
-    ServerPoweredOn; Dell iDRAC (IDRAC) SYS1001 (Off), SYS1000 (On), SYS1003 (Reset).
+    ServerPoweredOn; Dell iDRAC (IDRAC) SYS1001 (Off), SYS1000 (On), SYS1003 (Reset), also as IDRAC.<id> or the
+    bare id of iDRAC9 before 6.x.
   - A record is refused (one event with the single key nodeguard_refused, the reason with the value escaped) when
     the endpoint names no mapped node, the token is missing or wrong, OriginOfCondition is present and not the
     mapped system, the MessageId is not a known power message, the record is a test event, or a field has the
-    wrong form. A payload with template syntax anywhere or deeper nesting than an Event is refused whole.
+    wrong form. A payload with template syntax anywhere, deeper nesting than an Event, or a non-string in a string
+    property of the Event schema (Context, Name, Id, a record's Message, Severity, ...; MessageArgs a list of
+    strings or null) is refused whole.
 options:
   vars_file_env:
     description:
@@ -114,6 +118,11 @@ MAX_RECORDS = 64
 # payload / Events / record / OriginOfCondition / value is 4 deep; vendors' Oem sections add a few levels
 MAX_DEPTH = 8
 TEMPLATE_MARKS = ("{{", "{%", "{#")  # what starts a Jinja expression, statement or comment
+# The Event schema's (DSP0268 Event v1_x) string properties that the filter does not read itself: a payload where one
+# of them is not a string is refused whole. The fields the filter reads (MessageId, EventId, EventTimestamp,
+# OriginOfCondition) are checked per record, with their own refusals.
+PAYLOAD_STRINGS = ("@odata.context", "@odata.id", "@odata.type", "Context", "Description", "Id", "Name")
+RECORD_STRINGS = ("@odata.type", "Context", "EventType", "MemberId", "Message", "MessageSeverity", "Severity")
 
 # vars_file_env -> (node -> system, problem or ""): the mapping, read once per process.
 _mapping: dict[str, Any] = {}
@@ -176,6 +185,20 @@ def _junk(value: Any, depth: int = 0) -> str:
         return next((why for item in value for why in (_junk(item, depth + 1),) if why), "")
     if isinstance(value, str) and any(mark in value for mark in TEMPLATE_MARKS):
         return f"template syntax in {_names.shown(value)}"
+    return ""
+
+
+def _wrong_type(payload: dict, records: list) -> str:
+    """Why the payload does not have the Event schema's types, or "": a string property that is not a string, or
+    MessageArgs that is not a list of strings (null is accepted: iDRAC sends it)."""
+    places = [("", payload, PAYLOAD_STRINGS)] + [(f"event record {n} ", r, RECORD_STRINGS) for n, r in enumerate(records, 1) if isinstance(r, dict)]
+    for where, fields, names in places:
+        for name in names:
+            if name in fields and not isinstance(fields[name], str):
+                return f"{where}{name} must be a string, not {type(fields[name]).__name__}"
+        args = fields.get("MessageArgs") if where else None
+        if args is not None and not (isinstance(args, list) and all(isinstance(arg, str) for arg in args)):
+            return f"{where}MessageArgs must be a list of strings"
     return ""
 
 
@@ -291,6 +314,9 @@ def main(event: dict[str, Any], vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS
     junk = _junk(payload)
     if junk:
         return [refusal(f"the payload holds {junk}")]
+    wrong = _wrong_type(payload, records)
+    if wrong:
+        return [refusal(f"the payload does not have the Event schema's types: {wrong}")]
     events = []
     for record in records:
         fields, why = _checked(payload, record, node, mapping[node])

@@ -5,15 +5,22 @@ ServerSentEventUri, DSP0266) and emit the same node power events as bmc_power_po
 The source connects out to the BMC: no inbound port, no webhook, no subscription to create.
 
 - One stream per BMC (the nodes whose power mappings share an address and credentials), read by a thread.
-- Resume: the stream's last ``id`` is sent back as ``Last-Event-ID`` when the source reconnects, so a service
-  that keeps its recent events replays what the source missed. Reconnects back off from 1 s to ``reconnect_max``.
-- Client-side filter: a record counts only when its OriginOfCondition is exactly the ComputerSystem of a node
-  mapped on this BMC (bmcweb cannot filter a stream by resource, so every system's events arrive) and its
-  MessageId is a power message of a known vendor registry (plugins/module_utils/power/redfish_messages.py,
-  shared with the webhook filter). Test events never count.
-- Fall-back: when the stream cannot be opened, or has sent no event and no keep-alive for ``silence_seconds``,
-  the source says so and reads each node's PowerState every ``poll_interval`` seconds until the stream is back.
-  Every (re)connection also reads each node once, so a change while the stream was down is not lost.
+- Resume: the id of the last event dispatched is sent back as ``Last-Event-ID`` when the source reconnects, so a
+  service that keeps its recent events replays what the source missed. What a connection left unfinished (half an
+  event) ends with it. Reconnects back off from 1 s to ``reconnect_max``; only a stream that delivered an event
+  starts the backoff again from 1 s.
+- Client-side filter: a record's MessageId must be a power message of a known vendor registry
+  (plugins/module_utils/power/redfish_messages.py, shared with the webhook filter); test events never count. It
+  counts for the node whose ComputerSystem its OriginOfCondition is (bmcweb cannot filter a stream by resource, so
+  every system's events arrive). A record without OriginOfCondition (bmcweb's event-log records) counts for the
+  node when the BMC has exactly one system and it is that node's. A power message the source cannot attribute,
+  and an event it cannot read, lead to a PowerState reading of the stream's nodes; a power message dropped
+  is a warning with the reason.
+- Fall-back: when the stream cannot be opened, or no line has ended for ``silence_seconds`` (on this machine's
+  monotonic clock, however slowly bytes trickle in), the source says so and reads each node's PowerState every
+  ``poll_interval`` seconds until the stream is back. Every (re)connection also reads each node once, so a change
+  while the stream was down is not lost, and each node is read every ``read_interval`` seconds while its stream
+  looks alive, so a stream that stops carrying power events is no blind spot.
 - The Redfish client's rules (power/redfish.py RedfishSession): TLS always verified (validate_certs false and
   plain http are refused here), credentials only to the configured origin (a ServerSentEventUri elsewhere is
   refused), no redirect, no proxy, secrets redacted from every message. Nothing from a payload is templated or
@@ -32,6 +39,7 @@ import json
 import logging
 import math
 import os
+import re
 import threading
 import time
 import uuid
@@ -45,7 +53,8 @@ short_description: Read BMCs' Redfish Server-Sent Events streams; emit a node po
 description:
   - Emits C(nodeguard_power_event) with keys node, state (Off or On), time (RFC 3339 UTC, when this source saw it),
     event_id and source (sse for a stream event, poll for a reading), like nodeguard.failover.bmc_power_poll.
-  - Falls back to reading PowerState, and logs it, while a stream is down or silent for I(silence_seconds).
+  - Falls back to reading PowerState, and logs it, while a stream is down or silent for I(silence_seconds); reads it
+    every I(read_interval) while a stream looks alive, and after a power message it cannot attribute to a node.
   - TLS is always verified; credentials go only to the configured BMC; nothing from a payload is templated.
 options:
   bmcs:
@@ -56,7 +65,7 @@ options:
     elements: dict
     required: true
   silence_seconds:
-    description: No event and no keep-alive for this long -> fall back to polling and reconnect (5 to 3600).
+    description: No line (event or keep-alive) ended for this long -> fall back to polling and reconnect (5 to 3600).
     type: int
     default: 60
   poll_interval:
@@ -67,6 +76,10 @@ options:
     description: The longest pause between two connection attempts (backoff from 1 s, doubling; 1 to 600).
     type: int
     default: 60
+  read_interval:
+    description: Seconds between two readings of each node while its stream looks alive (30 to 86400).
+    type: int
+    default: 300
 """
 
 EXAMPLES = r"""
@@ -110,6 +123,7 @@ ARGS_SCHEMA: dict[str, Any] = {
         "silence_seconds": {"type": "integer", "minimum": 5, "maximum": 3600, "default": 60},
         "poll_interval": {"type": "integer", "minimum": 1, "maximum": 600, "default": 5},
         "reconnect_max": {"type": "integer", "minimum": 1, "maximum": 600, "default": 60},
+        "read_interval": {"type": "integer", "minimum": 30, "maximum": 86400, "default": 300},
     },
 }
 
@@ -118,8 +132,10 @@ logger = logging.getLogger("nodeguard.failover.redfish_sse")
 SYSTEMS = "/redfish/v1/Systems/"
 EVENT_SERVICE = "/redfish/v1/EventService"
 MAX_LINE = 64 * 1024
-MAX_EVENT = 1024 * 1024
+MAX_EVENT = 1024 * 1024  # the bytes of an event's data lines, each counted with its line end
 MAX_RECORDS = 64
+READ_SIZE = 8192
+SYSTEM_PATH = re.compile(r"/redfish/v1/Systems/[^/]+")
 
 
 # extensions/eda/plugins/collection_code.py, loaded by its path: ansible-rulebook runs this file by path, not as a package
@@ -174,34 +190,54 @@ def origin_path(record: dict) -> str | None:
     return origin.rstrip("/") if isinstance(origin, str) else None
 
 
-def power_changes(payload: Any, systems: dict[str, str]) -> list[tuple[str, str]]:
-    """(node, state) for each record of an Event payload that reports a known power message of a mapped system
-    (``systems``: ComputerSystem path -> node). Everything else (other systems, other messages, test events,
-    malformed records) is left out; the caller logs how much was left out."""
-    if not isinstance(payload, dict):
-        return []
+class Sorted:
+    """The power records of one Event: ``kept`` (node, state); ``dropped`` and ``unknown`` the reasons of power
+    messages left out, ``unknown`` those that may be a mapped node's (a PowerState reading follows them)."""
+
+    def __init__(self) -> None:
+        self.kept: list[tuple[str, str]] = []
+        self.dropped: list[str] = []
+        self.unknown: list[str] = []
+
+
+def sort_records(payload: dict, systems: dict[str, str], sole: str | None, shown: Callable[[Any], str]) -> Sorted:
+    """Sort the records of an Event payload that report a known power message (On/Off). ``systems``: ComputerSystem
+    path -> node; ``sole``: the node when the BMC has exactly one system and it is that node's, else None; ``shown``
+    makes a value inert for a message. Other messages and test events are not power messages: not sorted at all."""
+    found = Sorted()
     records = payload.get("Events")
-    if not isinstance(records, list):
-        return []
-    found = []
+    records = records if isinstance(records, list) else []
+    if len(records) > MAX_RECORDS:
+        found.unknown.append(f"{len(records)} records, more than {MAX_RECORDS}: those after the first {MAX_RECORDS} are not read")
     for record in records[:MAX_RECORDS]:
-        if not isinstance(record, dict):
+        if not isinstance(record, dict) or _messages.is_test_event(payload, record):
             continue
-        if _messages.is_test_event(payload, record):
+        message_id = record.get("MessageId")
+        state = message_state(message_id)
+        if not state:
             continue
-        state = message_state(record.get("MessageId"))
-        node = systems.get(origin_path(record) or "")
-        if state and node:
-            found.append((node, state))
+        path = origin_path(record)
+        what = f"power message {shown(message_id)}"
+        if path in systems:
+            found.kept.append((systems[path], state))
+        elif "OriginOfCondition" not in record and sole:
+            found.kept.append((sole, state))
+        elif "OriginOfCondition" not in record:
+            found.unknown.append(f"{what} has no OriginOfCondition, and this stream does not serve exactly one mapped system")
+        elif path and SYSTEM_PATH.fullmatch(path):
+            found.dropped.append(f"{what} is about {shown(path)}, and no node is mapped to that system")
+        else:
+            found.unknown.append(f"{what} has OriginOfCondition {shown(record['OriginOfCondition'])}, not a system")
     return found
 
 
 class SseParser:
     """The text/event-stream format (WHATWG HTML, "Server-sent events"): fields per line, a blank line ends an event.
-    ``feed(line)`` returns (id, data) when a line ends an event with data, else None; ``keepalive`` counts comments."""
+    ``feed(line)`` returns (id, data) when a line ends an event with data, else None. One parser per connection,
+    starting from the id of the last event dispatched: half an event never outlives the connection it came on."""
 
-    def __init__(self) -> None:
-        self.last_id = ""
+    def __init__(self, last_id: str = "") -> None:
+        self.last_id = last_id
         self._data: list[str] = []
         self._size = 0
 
@@ -217,7 +253,7 @@ class SseParser:
         field, _colon, value = line.partition(":")
         value = value[1:] if value.startswith(" ") else value
         if field == "data":
-            self._size += len(value)
+            self._size += len(value) + 1  # an empty data line costs its line end: the bound holds for any line
             if self._size > MAX_EVENT:
                 raise ValueError(f"an event larger than {MAX_EVENT} bytes")
             self._data.append(value)
@@ -269,11 +305,13 @@ class Stream:
         self.silence = settings["silence_seconds"]
         self.poll_interval = settings["poll_interval"]
         self.reconnect_max = settings["reconnect_max"]
+        self.read_interval = settings["read_interval"]
         self.emit = emit
         self.sleep = sleep
         self.clock = clock
         self.monotonic = monotonic
-        self.parser = SseParser()
+        self.last_id = ""  # the id of the last event dispatched: Last-Event-ID on a reconnection
+        self.sole: str | None = None  # the node, when the BMC has exactly one system and it is that node's
         self.polling = False
         self.last_why = ""
         self.backoff = 1.0
@@ -291,7 +329,7 @@ class Stream:
                 self.backoff = min(self.backoff * 2, self.reconnect_max)
                 continue
             try:
-                self.read(response, stop)
+                self.read(response, stop, SseParser(self.last_id))
                 why = "the BMC ended its event stream"
             except TimeoutError:
                 why = f"no event or keep-alive for {self.silence} s"
@@ -317,48 +355,84 @@ class Stream:
         uri = service.get("ServerSentEventUri")
         if not isinstance(uri, str) or not uri:
             raise self.api["base"].PowerError(f"redfish {self.name}: the EventService has no ServerSentEventUri")
-        headers = {"Last-Event-ID": self.parser.last_id} if self.parser.last_id else {}
+        self.sole = self.sole_node()
+        headers = {"Last-Event-ID": self.last_id} if self.last_id else {}
         response = self.session.open_stream(uri, headers, self.silence)
-        resumed = f", resuming after event {self.parser.last_id}" if self.parser.last_id else ""
+        resumed = f", resuming after event {self.last_id}" if self.last_id else ""
         if self.polling:
             logger.info("redfish_sse: %s: event stream open again%s; polling stops", self.name, resumed)
         else:
             logger.info("redfish_sse: %s: event stream open%s", self.name, resumed)
         self.polling = False
-        self.backoff = 1.0
         self.read_all("poll")  # a change while the stream was down is not lost
         return response
 
-    def read(self, response: Any, stop: threading.Event) -> None:
-        """Read the stream until it ends; a read that waits longer than the silence raises TimeoutError."""
+    def sole_node(self) -> str | None:
+        """The node whose system is the only one the BMC has (its Systems collection lists exactly that system), or
+        None: then a power record without OriginOfCondition may be another system's and leads to a reading."""
+        if len(self.nodes) != 1:
+            return None
+        ((path, node),) = self.nodes.items()
+        try:
+            members = self.session.fetch("GET", SYSTEMS.rstrip("/")).get("Members")
+        except self.api["base"].PowerError as e:
+            logger.warning(
+                "redfish_sse: %s: cannot list its systems (%s); a power record without OriginOfCondition leads to a reading", self.name, self.describe(e)
+            )
+            return None
+        listed = [origin_path({"OriginOfCondition": member}) for member in members] if isinstance(members, list) else []
+        return node.name if listed == [path] else None
+
+    def read(self, response: Any, stop: threading.Event, parser: SseParser) -> None:
+        """Read the stream until it ends. No line ended for ``silence`` seconds on the monotonic clock -> TimeoutError,
+        however slowly bytes trickle in (a socket timeout only bounds one recv); every node is read every
+        ``read_interval`` seconds on the way."""
+        pending = b""
+        now = self.monotonic()
+        silent_after, next_reading = now + self.silence, now + self.read_interval
         while not stop.is_set():
-            raw = response.readline(MAX_LINE + 1)
-            if not raw:
+            chunk = response.read1(READ_SIZE)
+            if not chunk:
                 return
-            if len(raw) > MAX_LINE:
+            *lines, pending = (pending + chunk).split(b"\n")
+            if len(pending) > MAX_LINE or any(len(line) > MAX_LINE for line in lines):
                 raise ValueError(f"a line longer than {MAX_LINE} bytes")
-            dispatched = self.parser.feed(raw.decode("utf-8", errors="replace"))
-            if dispatched:
-                self.handle(*dispatched)
+            for line in lines:
+                dispatched = parser.feed(line.decode("utf-8", errors="replace"))
+                if dispatched:
+                    self.handle(*dispatched)
+                    self.last_id, self.backoff = dispatched[0], 1.0  # dispatched: resume after it; the stream works
+            now = self.monotonic()
+            if lines:
+                silent_after = now + self.silence
+            elif now >= silent_after:
+                raise TimeoutError("no line ended within the silence")
+            if now >= next_reading:
+                self.read_all("poll")  # a stream that looks alive is still no proof that it carries every change
+                next_reading = now + self.read_interval
 
     def handle(self, event_id: str, data: str) -> None:
+        """Act on one dispatched event: keep its power records, and read PowerState for what cannot be attributed."""
+        shown = self.api["names"].shown
         try:
             payload = json.loads(data)
         except ValueError:
-            logger.warning("redfish_sse: %s: event %s is not JSON; ignored", self.name, self.api["names"].shown(event_id))
+            payload = None
+        if not isinstance(payload, dict) or not isinstance(payload.get("Events"), list):
+            logger.warning("redfish_sse: %s: event %s is not a Redfish Event in JSON; reading PowerState", self.name, shown(event_id))
+            self.read_all("poll")
             return
-        changes = power_changes(payload, {path: node.name for path, node in self.nodes.items()})
-        records = payload.get("Events") if isinstance(payload, dict) else None
-        left_out = (len(records) if isinstance(records, list) else 0) - len(changes)
-        if left_out:
-            logger.debug(
-                "redfish_sse: %s: %d record(s) of event %s are not a power change of a mapped system", self.name, left_out, self.api["names"].shown(event_id)
-            )
-        for node_name, state in changes:
+        found = sort_records(payload, {path: node.name for path, node in self.nodes.items()}, self.sole, shown)
+        for why in found.dropped:
+            logger.warning("redfish_sse: %s: event %s: %s; dropped", self.name, shown(event_id), why)
+        for node_name, state in found.kept:
             node = next(n for n in self.nodes.values() if n.name == node_name)
             event = node.observe(state, "sse", self.clock())
             if event:
                 self.emit(event)
+        if found.unknown:
+            logger.warning("redfish_sse: %s: event %s: %s; reading PowerState", self.name, shown(event_id), "; ".join(found.unknown))
+            self.read_all("poll")
 
     def fall_back(self, why: str) -> None:
         """Say that the stream is down or silent and polling takes over: a warning for a new reason, else info."""
