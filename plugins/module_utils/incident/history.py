@@ -7,6 +7,10 @@ Events expire after an hour and the Node annotation holds only the latest incide
 every record (also an ``interrupted`` one that a new run replaces on the Node) until KEEP newer ones exist.
 Each key is an incident id, each value the record as JSON. Writes are conditional (resourceVersion):
 two writers never lose each other's entries.
+
+Only the remediator writes it, and only records it wrote itself (events.Recorder copies each record it saves), never
+one read back from the Node annotation: the node's own kubelet, or anyone who may patch nodes, can write that, and
+node-recover believes a record only as this history has it (recover.trusted_copy).
 """
 
 from __future__ import annotations
@@ -87,3 +91,8 @@ def upsert(cluster, namespace: str, record: dict, keep: int = KEEP) -> None:
 
 def read(cluster, namespace: str, node: str) -> list:
     return entries(cluster.get_config_map(namespace, config_map_name(node)))
+
+
+def holds(cluster, namespace: str, node: str, incident_id: str) -> bool:
+    """Whether the node's history has a copy of incident ``incident_id``. Raises ClusterError."""
+    return any(r["id"] == incident_id for r in read(cluster, namespace, node))
