@@ -17,7 +17,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import FakePower, lease
+from incident_fakes import FakePower, renewing_lease
 from incident_scenario import options, setup
 
 NS = "nodeguard-history"
@@ -56,7 +56,7 @@ def test_a_planted_record_swapped_back_onto_the_node_does_not_remove_the_taint()
     # The partition ends: w3 reports in, Ready, renewing its Lease; its kubelet puts the planted record back.
     w3 = cluster.nodes["w3"]
     w3["status"]["conditions"][0].update(status="True", lastTransitionTime=format_time(clock.now() - 120))
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    renewing_lease(cluster, clock, "w3")
     plant(cluster, planted)
     before = cluster.snapshot()
     with pytest.raises(RefusedError, match=r"record-untrusted.*has no copy in its history"):
