@@ -11,9 +11,10 @@ import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import LeaseWatch
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import FakePower, renewing_lease
+from incident_fakes import T0, FakeClock, FakePower, lease, renewing_lease
 from incident_scenario import options, setup
 
 HEALTHY = 60
@@ -98,3 +99,22 @@ def test_a_ready_flap_between_two_reads_starts_the_count_again():
         recover(cluster, clock)
     assert not cluster.calls or ("patch_node", "w3") not in cluster.calls[-1:]
     assert clock.monotonic() - started >= HEALTHY
+
+
+def test_a_renewal_counts_from_the_read_before_it_and_goes_stale_after_the_lease_duration():
+    clock = FakeClock()
+    watch = LeaseWatch(clock, 0)
+    first = lease("w3", T0 + 3600)  # renewTime an hour ahead by our clock: irrelevant
+    assert not watch.renewal_proof(first).ok  # one read shows no renewal
+    clock.t += 8
+    watch.observe(first)  # unchanged at T0 + 8
+    clock.t += 4
+    renewed = lease("w3", T0 - 3600)  # changed at T0 + 12, by a clock an hour behind: a renewal all the same
+    renewed["metadata"]["resourceVersion"] = "2"
+    proof = watch.renewal_proof(renewed)
+    assert proof.ok and "at most 4.0s ago as watched from here" in proof.detail  # counted from the read at T0 + 8
+    clock.t += 36
+    assert watch.renewal_proof(renewed).ok  # 40 s after the read before the change: leaseDurationSeconds
+    clock.t += 0.5
+    stale = watch.renewal_proof(renewed)
+    assert not stale.ok and "limit leaseDurationSeconds 40s" in stale.detail
