@@ -192,15 +192,11 @@ def power_off_proof_was_false(record: dict, node: dict, checks: list) -> bool:
     return bool(boot_id) and alive and identity(node)["boot_id"] == boot_id
 
 
-# What the recovery proof reads from the record: compared with the history copy before it is believed.
-TRUSTED_FIELDS = ("id", "node", "node_uid", "identity", "first_not_ready")
-
-
 def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
     """The history copy (``kept``: history.read of the node) of the Node's ``record``; raises RefusedError when there
-    is none or when the Node's record differs from it in TRUSTED_FIELDS or its taint time (pure)."""
+    is none or when the Node's record differs from it in history.TRUSTED_FIELDS or its taint time (pure)."""
     where = f"ConfigMap {namespace}/{history.config_map_name(record['node'])}"
-    copy = next((r for r in kept if r.get("id") == record["id"]), None)
+    copy, differs = history.compare(record, kept)
     if copy is None:
         raise RefusedError(
             "record-untrusted",
@@ -209,9 +205,6 @@ def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
             "proves no restart. The taint stays and nothing was changed; check the incident, then remove the taint by hand "
             "(docs/runbooks/node-recover.md)",
         )
-    differs = [key for key in TRUSTED_FIELDS if record.get(key) != copy.get(key)]
-    if ((record.get("steps") or {}).get("taint") or {}).get("end") != ((copy.get("steps") or {}).get("taint") or {}).get("end"):
-        differs.append("steps.taint")
     if differs:
         raise RefusedError(
             "record-untrusted",

@@ -10,6 +10,7 @@ that never went down.
 import json
 
 import pytest
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
@@ -63,3 +64,25 @@ def test_a_planted_record_swapped_back_onto_the_node_does_not_remove_the_taint()
         RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-2", healthy_seconds=60), clock).run()
     assert cluster.snapshot() == before
     assert has_out_of_service_taint(cluster.nodes["w3"])
+
+
+def test_a_rerun_does_not_carry_a_rewritten_record_into_the_history():
+    # The outage run stopped in detach-volumes; the node (it never went down: bootID boot-w3-1 throughout) rewrites
+    # the recorded bootID. Before this fix the rerun resumed from the Node's record, saved it (as interrupted: "booted
+    # again") and so replaced the history copy with it, and node-recover then removed the taint.
+    cluster, clock, power = setup()
+    outage_controllers = list(clock.controllers)
+    clock.controllers.clear()  # volumes never detach: the run stops in detach-volumes
+    with pytest.raises(NodeguardError):
+        OutageRun(cluster, power, options(detach_timeout=5), clock).run()
+    incident = records.read(cluster.nodes["w3"])["id"]
+    rewritten = records.read(cluster.nodes["w3"])
+    rewritten["identity"]["boot_id"] = "boot-w3-0"
+    plant(cluster, rewritten)
+    clock.controllers.extend(outage_controllers)
+    before = cluster.snapshot()
+    with pytest.raises(RefusedError, match=r"record-untrusted.*differs from its history copy .* in identity.*Not resumed"):
+        OutageRun(cluster, power, options(job_id="job-3"), clock).run()
+    assert cluster.snapshot() == before
+    kept = {r["id"]: r for r in history.read(cluster, NS, "w3")}
+    assert kept[incident]["identity"]["boot_id"] == "boot-w3-1"
