@@ -7,7 +7,8 @@ the node Ready for ``healthy_seconds`` and its Lease renewed, or until waiting c
 timestamps are never compared with this clock. Then the lock is taken and all must hold: out-of-band power reads
 On; the node is Ready, as watched from here, for at least ``healthy_seconds``, with a Lease seen renewing; it
 restarted (its bootID differs from the one recorded at the taint) on the same machine (same systemUUID); no pod of
-the old incarnation is left on it; no VolumeAttachment still names it. The taint removal and the record's end are one conditional write.
+the old incarnation is left on it; no VolumeAttachment still names it. The taint removal and the record's end are
+one conditional write.
 
 The facts the restart is proven against (bootID and systemUUID at the taint, the Node UID, when it was tainted)
 are taken from the incident's copy in the history ConfigMap, which only the remediator may write: the Node
