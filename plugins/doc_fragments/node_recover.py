@@ -23,7 +23,10 @@ options:
         random token), so no run takes over a live lock because it has the same O(job_id).
     type: str
   healthy_seconds:
-    description: How long the node must have been Ready before the taint goes.
+    description:
+      - How long this run must see the node Ready, with its Lease renewing, before the taint goes. Measured on the
+        controller's own monotonic clock from its own reads, never from the kubelet's timestamps, so each run waits
+        at least this long for a node that is Ready (at most this plus one Lease renew interval).
     type: int
     default: 60
   lock_namespace:

@@ -9,9 +9,10 @@ module: node_recover
 short_description: Remove the out-of-service taint from a node that is really back, and close its incident record
 version_added: 0.1.0
 description:
-  - Takes the node's lock first, then removes C(node.kubernetes.io/out-of-service) only when all hold
+  - Watches the node (see below), takes its lock, then removes C(node.kubernetes.io/out-of-service) only when all hold
     - the out-of-band source (O(power)) reads power On;
-    - the node is Ready, with a fresh Lease, for at least O(healthy_seconds);
+    - the node is Ready for at least O(healthy_seconds) and its Lease renews, both as this run watches them on the
+      controller's own monotonic clock (the kubelet's timestamps are not compared with it);
     - it restarted, its C(status.nodeInfo.bootID) differs from the one recorded at the taint;
     - on the same machine, its C(status.nodeInfo.systemUUID) is the one recorded at the taint;
     - no pod of the old incarnation (created before the taint, not mirror, not tolerating the taint) is bound to it;
@@ -24,6 +25,10 @@ description:
     the Node annotation can be rewritten by the node's kubelet or anyone who may patch nodes. A record on the Node
     without a history copy, or differing from it in those facts, is refused and the taint stays. A record without
     C(node) or C(id), or naming another node, is refused as unreadable.
+  - The module first watches the node itself, before it takes the lock, and waits until it has seen the node Ready for
+    O(healthy_seconds) (counted from its first read that shows it Ready, and again from a read that shows another Ready
+    transition or bootID) and its Lease change, at most O(healthy_seconds) plus one Lease renew interval. A node that is
+    not Ready is refused at once, with RV(retryable) true.
   - The taint removal and the end of the incident record are one conditional write, followed by an Event.
     Returns the incident timeline from first NotReady to Ready again, as rows and as a table.
   - A taint without a nodeguard record (left behind by hand or another tool) has no recorded bootID, so a restart

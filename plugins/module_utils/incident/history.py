@@ -7,6 +7,11 @@ Events expire after an hour and the Node annotation holds only the latest incide
 every record (also an ``interrupted`` one that a new run replaces on the Node) until KEEP newer ones exist.
 Each key is an incident id, each value the record as JSON. Writes are conditional (resourceVersion):
 two writers never lose each other's entries.
+
+Only the remediator writes it, and only records it wrote itself (events.Recorder copies each record it saves), never
+one read back from the Node annotation: the node's own kubelet, or anyone who may patch nodes, can write that. A run
+that continues from the Node's record (node-outage's resume, node-recover) first compares it with its copy here
+(compare): node-recover believes a record only as this history has it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,9 @@ import json
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import RefusedError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
+
+# What the proofs read from an incident record: the Node's record is believed only where it agrees with its copy here.
+TRUSTED_FIELDS = ("id", "node", "node_uid", "identity", "first_not_ready")
 
 PREFIX = "nodeguard-history-"
 KEEP = 20
@@ -87,3 +95,24 @@ def upsert(cluster, namespace: str, record: dict, keep: int = KEEP) -> None:
 
 def read(cluster, namespace: str, node: str) -> list:
     return entries(cluster.get_config_map(namespace, config_map_name(node)))
+
+
+def _taint_end(record: dict):
+    return ((record.get("steps") or {}).get("taint") or {}).get("end")
+
+
+def compare(record: dict, kept: list) -> tuple:
+    """(copy, differs) for the Node's ``record``: its copy among ``kept`` (read()), None when the history has none, and
+    the TRUSTED_FIELDS (and ``steps.taint``, the taint time) in which the record differs from that copy (pure)."""
+    copy = next((r for r in kept if r.get("id") == record["id"]), None)
+    if copy is None:
+        return None, []
+    differs = [key for key in TRUSTED_FIELDS if record.get(key) != copy.get(key)]
+    if _taint_end(record) != _taint_end(copy):
+        differs.append("steps.taint")
+    return copy, differs
+
+
+def holds(cluster, namespace: str, node: str, incident_id: str) -> bool:
+    """Whether the node's history has a copy of incident ``incident_id``. Raises ClusterError."""
+    return any(r["id"] == incident_id for r in read(cluster, namespace, node))

@@ -5,8 +5,8 @@
 The write is decided on one fresh read taken under the cluster lock (lock.ClusterLock, held until the taint is
 written, so no other run decides the cluster-wide rules meanwhile): the Node list it re-checks storm, quorum
 and control-plane status on, the target's resourceVersion (conditional write), its UID and Lease (not renewed
-since the run began). Power is read once more right before it (outage_power.py). A record already on the Node
-goes into the history first. A refusal leaves the cluster as it was.
+since the run began). Power is read once more right before it (outage_power.py). A record already on the Node is
+replaced, never copied into the history (see _link_previous). A refusal leaves the cluster as it was.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class TaintWrite:
         run = self.run
         for _attempt in range(3):
             node = self._fresh_read(proven_uid)
-            self._archive_previous(node, rec)
+            self._link_previous(node, rec)
             records.set_identity(rec, node)
             rec["lease_renew_time"] = run.facts.get("lease_renew_time")
             now = run.clock.now()
@@ -80,14 +80,16 @@ class TaintWrite:
         run.facts["lease_renew_time"] = ((lease or {}).get("spec") or {}).get("renewTime")
         return node
 
-    def _archive_previous(self, node: dict, rec: dict) -> None:
-        """A record already on the Node (recovered, interrupted, or its taint removed by hand) goes into the
-        history before the new one replaces it; if that fails, nothing is written."""
+    def _link_previous(self, node: dict, rec: dict) -> None:
+        """The new record names the incident whose record it replaces on the Node (recovered, interrupted, or its
+        taint removed by hand) when the history holds that incident: the remediator copied it there as it wrote it.
+        The Node's record itself is never copied into the history: the node's own kubelet, or anyone who may patch
+        nodes, can plant one there, and node-recover believes a record only as the history has it."""
         previous = records.read(node)
-        if previous is None or previous.get("id") == rec["id"]:
+        if previous is None or previous["id"] == rec["id"]:
             return
-        history.upsert(self.run.cluster, self.run.o.history_namespace, previous)
-        rec["previous"] = previous.get("id")
+        if history.holds(self.run.cluster, self.run.o.history_namespace, self.run.o.node, previous["id"]):
+            rec["previous"] = previous["id"]
 
     def _refused(self, error) -> str:
         text = f"the API did not take the taint and its record (one write): {error}"

@@ -58,13 +58,19 @@ def lease_token(lease) -> str:
     return f"{((lease or {}).get('metadata') or {}).get('resourceVersion')}/{spec.get('renewTime')}"
 
 
-def lease_renew_interval(lease):
-    """How often the Lease's holder renews it: a quarter of its own leaseDurationSeconds (the kubelet's rule),
-    or None when the Lease does not say."""
+def lease_duration(lease):
+    """The Lease's own leaseDurationSeconds, or None when it does not say."""
     duration = ((lease or {}).get("spec") or {}).get("leaseDurationSeconds")
     if not isinstance(duration, (int, float)) or isinstance(duration, bool) or duration <= 0:
         return None
-    return duration / 4.0
+    return duration
+
+
+def lease_renew_interval(lease):
+    """How often the Lease's holder renews it: a quarter of its own leaseDurationSeconds (the kubelet's rule),
+    or None when the Lease does not say."""
+    duration = lease_duration(lease)
+    return None if duration is None else duration / 4.0
 
 
 class LeaseWatch:
@@ -75,23 +81,32 @@ class LeaseWatch:
     means its kubelet renewed it: it lives. Silence is proven once the token has not changed for the
     Lease's own renew interval plus ``margin_seconds`` of local monotonic time. The renewTime is the
     kubelet's clock and is only shown, never compared with ours: a kubelet whose clock lags still changes
-    its Lease every renew interval, and that change is what is watched."""
+    its Lease every renew interval, and that change is what is watched.
+
+    node-recover proves the opposite with the same reads (renewal_proof): the Lease changed recently, as seen
+    from here."""
 
     def __init__(self, clock, margin_seconds: float):
         self.clock = clock
         self.margin = margin_seconds
         self.first = None  # (token, renewTime text, monotonic time of the first read)
         self.changed_to = None  # renewTime text of the first change seen, once one is
+        self.last = None  # (token, monotonic time) of the latest read
+        self.renewed_after = None  # monotonic time of the read before the latest change seen: the change came after it
 
     def observe(self, lease) -> None:
         if lease is None:
             return
         token = lease_token(lease)
         renewed = (lease.get("spec") or {}).get("renewTime")
+        now = self.clock.monotonic()
         if self.first is None:
-            self.first = (token, renewed, self.clock.monotonic())
+            self.first = (token, renewed, now)
         elif token != self.first[0] and self.changed_to is None:
             self.changed_to = renewed or "(none)"
+        if self.last is not None and token != self.last[0]:
+            self.renewed_after = self.last[1]
+        self.last = (token, now)
 
     def needed(self, lease):
         """Seconds the Lease must stay unchanged, or None when the Lease does not give its duration."""
@@ -136,6 +151,27 @@ class LeaseWatch:
             True,
             f"Lease unchanged for {watched:.1f}s as watched from here (>= {need}; renewTime {self.first[1]} by the kubelet's clock, "
             "not compared): the kubelet missed its renewal",
+        )
+
+    def renewal_proof(self, lease, name: str = "heartbeat") -> Proof:
+        """Holds once a change of the Lease was seen, and the read before it (the change came after that read) is at
+        most the Lease's own leaseDurationSeconds ago on the monotonic clock: its kubelet renews it now."""
+        self.observe(lease)
+        if lease is None:
+            return Proof(name, False, "node has no Lease in kube-node-lease")
+        duration = lease_duration(lease)
+        if duration is None:
+            return Proof(name, False, "node Lease has no leaseDurationSeconds: how fresh a renewal must be is unknown")
+        now = self.clock.monotonic()
+        if self.renewed_after is None:
+            return Proof(name, False, f"Lease not renewed in {now - self.first[2]:.1f}s as watched from here (its kubelet renews every {duration / 4:g}s)")
+        age = now - self.renewed_after
+        renewed = (lease.get("spec") or {}).get("renewTime")
+        return Proof(
+            name,
+            age <= duration,
+            f"Lease renewed at most {age:.1f}s ago as watched from here (limit leaseDurationSeconds {duration:g}s; renewTime {renewed} "
+            "by the kubelet's clock, not compared)",
         )
 
 

@@ -2,10 +2,13 @@
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Remove the out-of-service taint once the node is really back, and close the incident record.
 
-The lock is taken first; then all must hold: out-of-band power reads On; the node is Ready, with a fresh
-Lease, for at least ``healthy_seconds``; it restarted (its bootID differs from the one recorded at the taint)
-on the same machine (same systemUUID); no pod of the old incarnation is left on it; no VolumeAttachment
-still names it. The taint removal and the record's end are one conditional write.
+The node is watched first (HealthWatch), on this controller's own monotonic clock: the run waits until it has seen
+the node Ready for ``healthy_seconds`` and its Lease renewed, or until waiting cannot make that hold. The kubelet's
+timestamps are never compared with this clock. Then the lock is taken and all must hold: out-of-band power reads
+On; the node is Ready, as watched from here, for at least ``healthy_seconds``, with a Lease seen renewing; it
+restarted (its bootID differs from the one recorded at the taint) on the same machine (same systemUUID); no pod of
+the old incarnation is left on it; no VolumeAttachment still names it. The taint removal and the record's end are
+one conditional write.
 
 The facts the restart is proven against (bootID and systemUUID at the taint, the Node UID, when it was tainted)
 are taken from the incident's copy in the history ConfigMap, which only the remediator may write: the Node
@@ -34,13 +37,14 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
     has_out_of_service_taint,
     identity,
     is_ready,
-    lease_age,
+    ready_condition,
     ready_since,
     taints_without_out_of_service,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import Proof
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import LeaseWatch, Proof, lease_renew_interval
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
     ClusterUniqueIdentity,
@@ -63,24 +67,68 @@ class RecoverOptions:
     event_namespace: str = recover_default("event_namespace")
 
 
-def recovery_checks(node: dict, lease, pods: list, power_reading, power_error, since, now: float, healthy_seconds) -> list:
-    """The four conditions, as Proofs (pure)."""
+# How often the health watch reads the Node and its Lease.
+WATCH_INTERVAL_SECONDS = 2.0
+
+
+def _ready_token(node: dict) -> str:
+    """What the node's readiness looks like, as an opaque token: its Ready transition and bootID, never read as a time.
+    Another token on a later read means the node was NotReady (or rebooted) in between."""
+    transition = (ready_condition(node) or {}).get("lastTransitionTime")
+    return f"{transition}/{identity(node)['boot_id']}"
+
+
+class HealthWatch:
+    """The node's health as this controller watches it, on its own monotonic clock (``ready`` and ``heartbeat``).
+
+    "Ready for healthy_seconds" counts from the first read that saw the node Ready, and starts again at a read that
+    shows it not Ready, or Ready with another transition or bootID (a flap between two reads). "Fresh Lease" is a
+    change of the Lease seen by this run (proofs.LeaseWatch, node-outage's Lease watch). The kubelet's timestamps
+    (lastTransitionTime, renewTime) are its clock: shown as tokens, never compared with this one."""
+
+    def __init__(self, clock, healthy_seconds: float):
+        self.clock = clock
+        self.healthy_seconds = healthy_seconds
+        self.lease_watch = LeaseWatch(clock, 0)
+        self.ready = None  # (token, monotonic time of the first read that saw it) while Ready
+
+    def observe(self, node: dict, lease) -> None:
+        self.lease_watch.observe(lease)
+        token = _ready_token(node) if is_ready(node) else None
+        if token is None:
+            self.ready = None
+        elif self.ready is None or self.ready[0] != token:
+            self.ready = (token, self.clock.monotonic())
+
+    def proofs(self, node: dict, lease) -> list:
+        """The ``ready`` and ``heartbeat`` Proofs after one more read (``node`` and ``lease`` as read now)."""
+        self.observe(node, lease)
+        if self.ready is None:
+            ready = Proof("ready", False, "node is not Ready")
+        else:
+            ready_for = self.clock.monotonic() - self.ready[1]
+            ready = Proof("ready", ready_for >= self.healthy_seconds, f"Ready for {ready_for:.0f}s as watched from here (need {self.healthy_seconds}s)")
+        return [ready, self.lease_watch.renewal_proof(lease)]
+
+    def settled(self, node: dict, lease) -> bool:
+        """True when both proofs hold, or when waiting alone cannot make them (not Ready, no Lease or no duration)."""
+        if all(p.ok for p in self.proofs(node, lease)):
+            return True
+        return self.ready is None or lease_renew_interval(lease) is None
+
+    def longest_wait(self, lease) -> float:
+        """How long a run watches at most: healthy_seconds, and one renew interval for the Lease change after it."""
+        return self.healthy_seconds + (lease_renew_interval(lease) or 0) + WATCH_INTERVAL_SECONDS
+
+
+def recovery_checks(health: list, pods: list, power_reading, power_error, since) -> list:
+    """The four conditions, as Proofs (pure): power On, ``health`` (HealthWatch.proofs: ready, heartbeat), no old pod."""
     checks = []
     if power_error is not None:
         checks.append(Proof("power-on", False, f"out-of-band power not proven: {power_error}"))
     else:
         checks.append(Proof("power-on", power_reading.state == "on", f"{power_reading.method} reads {power_reading.state.upper()}"))
-    ready_for = now - (ready_since(node) or now)
-    checks.append(
-        Proof(
-            "ready",
-            is_ready(node) and ready_for >= healthy_seconds,
-            f"Ready for {ready_for:.0f}s (need {healthy_seconds}s)" if is_ready(node) else "node is not Ready",
-        )
-    )
-    age, duration = lease_age(lease, now)
-    fresh = age is not None and age <= duration
-    checks.append(Proof("heartbeat", fresh, f"Lease renewed {age:.0f}s ago (limit {duration}s)" if age is not None else "no Lease"))
+    checks += health
     old = podrules.old_incarnation(pods, since) if since else []
     checks.append(
         Proof(
@@ -145,15 +193,11 @@ def power_off_proof_was_false(record: dict, node: dict, checks: list) -> bool:
     return bool(boot_id) and alive and identity(node)["boot_id"] == boot_id
 
 
-# What the recovery proof reads from the record: compared with the history copy before it is believed.
-TRUSTED_FIELDS = ("id", "node", "node_uid", "identity", "first_not_ready")
-
-
 def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
     """The history copy (``kept``: history.read of the node) of the Node's ``record``; raises RefusedError when there
-    is none or when the Node's record differs from it in TRUSTED_FIELDS or its taint time (pure)."""
+    is none or when the Node's record differs from it in history.TRUSTED_FIELDS or its taint time (pure)."""
     where = f"ConfigMap {namespace}/{history.config_map_name(record['node'])}"
-    copy = next((r for r in kept if r.get("id") == record["id"]), None)
+    copy, differs = history.compare(record, kept)
     if copy is None:
         raise RefusedError(
             "record-untrusted",
@@ -162,9 +206,6 @@ def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
             "proves no restart. The taint stays and nothing was changed; check the incident, then remove the taint by hand "
             "(docs/runbooks/node-recover.md)",
         )
-    differs = [key for key in TRUSTED_FIELDS if record.get(key) != copy.get(key)]
-    if ((record.get("steps") or {}).get("taint") or {}).get("end") != ((copy.get("steps") or {}).get("taint") or {}).get("end"):
-        differs.append("steps.taint")
     if differs:
         raise RefusedError(
             "record-untrusted",
@@ -189,6 +230,7 @@ class RecoverRun:
         self.lock = NodeLock(
             cluster, options.lock_namespace, options.node, options.job_id, options.lock_ttl_seconds, clock, options.lock_wait_seconds
         )
+        self.health = HealthWatch(clock, options.healthy_seconds)
 
     def _get_node(self) -> dict:
         node = self.cluster.get_node(self.o.node)
@@ -200,6 +242,7 @@ class RecoverRun:
         node = self._get_node()
         if not has_out_of_service_taint(node):
             return self._result(node, records.read(node), [], False, "no out-of-service taint on the node; nothing to recover")
+        self._watch_health(node)
         if self.check_mode:
             self.lock.check_free()
             record, adopted, checks = self._evaluate(node)
@@ -225,6 +268,18 @@ class RecoverRun:
 
     def _recorder(self, node: dict, guard=None) -> Recorder:
         return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=guard)
+
+    def _watch_health(self, node: dict) -> None:
+        """Watch the node (read only, before the lock) until it has been seen Ready for healthy_seconds with its Lease
+        renewing, or until waiting cannot make that hold: at once when it is not Ready, at most HealthWatch.longest_wait."""
+        lease = self.cluster.get_node_lease(self.o.node)
+        if self.health.settled(node, lease):
+            return
+
+        def settled() -> bool:
+            return self.health.settled(self._get_node(), self.cluster.get_node_lease(self.o.node))
+
+        wait_until(settled, self.health.longest_wait(lease), WATCH_INTERVAL_SECONDS, self.clock)
 
     def _evaluate(self, node: dict) -> tuple:
         """(record, adopted, checks) for the node as read now. Raises while an outage run is unfinished."""
@@ -263,14 +318,11 @@ class RecoverRun:
         except PowerError as e:
             reading, error = None, e
         checks = recovery_checks(
-            node,
-            self.cluster.get_node_lease(self.o.node),
+            self.health.proofs(node, self.cluster.get_node_lease(self.o.node)),
             self.cluster.list_pods_on_node(self.o.node),
             reading,
             error,
             since,
-            now,
-            self.o.healthy_seconds,
         )
         checks += restart_checks(record, node, vas.on_node(self.cluster.list_volume_attachments(), self.o.node), self.node_list.latest())
         return record, adopted, checks
@@ -292,7 +344,11 @@ class RecoverRun:
                 self.recorder.event("FailoverPowerOffProofFalse", message, warning=True)
                 message += "; recorded on the incident and sent as a Warning Event"
             raise ProofError(f"{message}. Missing: {detail}")
-        raise NotRecoveredYetError(f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: {detail}")
+        raise NotRecoveredYetError(
+            f"{self.o.node} is not recovered yet, the taint stays and nothing was changed. Missing: {detail}. node-recover watches "
+            f"the node itself: it removes the taint once this run has seen it Ready for {self.o.healthy_seconds}s and its Lease "
+            "renewed, on its own clock (the kubelet's timestamps are not compared)"
+        )
 
     def _untaint(self, record: dict) -> dict:
         for _attempt in range(10):

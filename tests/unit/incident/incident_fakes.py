@@ -63,6 +63,28 @@ def lease(name, renewed, duration=40):
     return {"metadata": {"name": name}, "spec": {"renewTime": format_micro_time(renewed), "leaseDurationSeconds": duration}}
 
 
+def renewing_lease(cluster, clock, name: str, every: float = 10.0, skew: float = 0.0):
+    """``name``'s kubelet lives: its Lease now, renewed every ``every`` seconds of the clock (a new resourceVersion
+    and renewTime each time, as a kubelet's update writes them), its renewTime by a clock ``skew`` seconds off ours.
+    Returns a function that stops the renewals (the kubelet dies)."""
+    state = {"next": clock.now() + every, "version": 1}
+
+    def write(now):
+        state["version"] += 1
+        renewed = lease(name, now + skew)
+        renewed["metadata"]["resourceVersion"] = str(state["version"])
+        cluster.node_leases[name] = renewed
+
+    def tick(now):
+        if now >= state["next"]:
+            write(now)
+            state["next"] = now + every
+
+    write(clock.now())
+    clock.controllers.append(tick)
+    return lambda: clock.controllers.remove(tick)
+
+
 _uids = itertools.count(1)
 
 

@@ -7,7 +7,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident import
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import FakeCluster, FakePower, lease, node
+from incident_fakes import FakeCluster, FakePower, lease, node, renewing_lease
 from incident_scenario import options, setup
 
 NS = "nodeguard-history"
@@ -21,10 +21,11 @@ def node_back(cluster, clock):
     w3 = cluster.nodes["w3"]
     w3["status"]["conditions"][0].update(status="True", lastTransitionTime=format_time(clock.now() - 120))
     w3["status"]["nodeInfo"]["bootID"] = "boot-w3-2"
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    return renewing_lease(cluster, clock, "w3")
 
 
-def node_down_again(cluster, clock):
+def node_down_again(cluster, clock, kubelet_dies):
+    kubelet_dies()
     w3 = cluster.nodes["w3"]
     clock.sleep(700)
     w3["status"]["conditions"][0].update(status="Unknown", lastTransitionTime=format_time(clock.now() - 600))
@@ -47,9 +48,9 @@ def test_new_incident_keeps_the_previous_record():
     cluster, clock, power = setup()
     OutageRun(cluster, power, options(), clock).run()
     first = records.read(cluster.nodes["w3"])["id"]
-    node_back(cluster, clock)
+    kubelet_dies = node_back(cluster, clock)
     RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-2"), clock).run()
-    node_down_again(cluster, clock)
+    node_down_again(cluster, clock, kubelet_dies)
     OutageRun(cluster, power, options(), clock).run()
     second = records.read(cluster.nodes["w3"])
     assert second["previous"] == first
@@ -60,6 +61,7 @@ def test_interrupted_record_survives_a_new_run():
     cluster, clock, power = setup()
     interrupted = records.new(cluster.nodes["w3"], "job-0", clock.now() - 5000, None)
     interrupted["phase"] = records.INTERRUPTED
+    history.upsert(cluster, NS, interrupted)  # the remediator copied it into the history as it wrote it
     # the taint of that incident was removed by hand; its record is still on the Node
     cluster.nodes["w3"]["metadata"]["annotations"][records.ANNOTATION] = records.annotations_patch(interrupted)["metadata"]["annotations"][
         records.ANNOTATION
@@ -70,12 +72,17 @@ def test_interrupted_record_survives_a_new_run():
     assert records.read(cluster.nodes["w3"])["previous"] == interrupted["id"]
 
 
-def test_previous_record_that_cannot_be_archived_blocks_the_taint():
+def test_a_history_that_cannot_be_read_blocks_the_taint():
+    # The previous record is named in the new one only when the history holds it: unreadable, nothing is written.
     cluster, clock, power = setup()
     old = records.new(cluster.nodes["w3"], "job-0", clock.now() - 5000, None)
     old["phase"] = records.RECOVERED
     cluster.nodes["w3"]["metadata"]["annotations"][records.ANNOTATION] = records.annotations_patch(old)["metadata"]["annotations"][records.ANNOTATION]
-    cluster.fail_on["create_config_map"] = ClusterError("create configmap: API answered 403 Forbidden")
+
+    def forbidden(namespace, name):
+        raise ClusterError("get configmap: API answered 403 Forbidden")
+
+    cluster.get_config_map = forbidden
     before = cluster.snapshot()
     with pytest.raises(NodeguardError, match="403"):
         OutageRun(cluster, power, options(), clock).run()

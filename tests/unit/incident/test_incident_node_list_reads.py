@@ -13,7 +13,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import T0, lease, node, system_uuid
+from incident_fakes import T0, lease, node, renewing_lease, system_uuid
 from incident_scenario import options, setup
 
 
@@ -50,7 +50,7 @@ def test_a_recover_run_reads_the_node_list_once():
     w3 = cluster.nodes["w3"]
     w3["status"]["conditions"][0].update(status="True", lastTransitionTime=format_time(clock.now() - 120))
     w3["status"]["nodeInfo"]["bootID"] = "boot-w3-2"
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    renewing_lease(cluster, clock, "w3")
     power.state = "on"
     counts = counting(cluster, power)
     result = RecoverRun(cluster, power, RecoverOptions(node="w3", job_id="job-2", healthy_seconds=60), clock).run()

@@ -17,7 +17,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import FakePower, lease
+from incident_fakes import FakePower, renewing_lease
 from incident_scenario import options, setup
 
 NS = "nodeguard-history"
@@ -29,7 +29,7 @@ def tainted_then_back():
     OutageRun(cluster, power, options(), clock).run()
     w3 = cluster.nodes["w3"]
     w3["status"]["conditions"][0].update(status="True", lastTransitionTime=format_time(clock.now() - 120))
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    renewing_lease(cluster, clock, "w3")
     return cluster, clock
 
 

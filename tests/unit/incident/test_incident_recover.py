@@ -8,7 +8,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
-from incident_fakes import T0, FakePower, lease, pod
+from incident_fakes import T0, FakePower, pod, renewing_lease
 from incident_scenario import options, setup
 
 
@@ -22,7 +22,7 @@ def node_back(cluster, clock, ready_for=120):
     condition = cluster.nodes["w3"]["status"]["conditions"][0]
     condition["status"] = "True"
     condition["lastTransitionTime"] = format_time(clock.now() - ready_for)
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    renewing_lease(cluster, clock, "w3")
     cluster.nodes["w3"]["status"]["nodeInfo"]["bootID"] = "boot-w3-2"  # restarted
 
 
@@ -52,8 +52,8 @@ def test_recover_removes_taint_and_closes_record():
     ("change", "missing"),
     [
         (lambda c, k: None, "power-on"),  # BMC still says Off
-        (lambda c, k: c.nodes["w3"]["status"]["conditions"][0].update(lastTransitionTime=format_time(k.now() - 10)), "ready"),
-        (lambda c, k: c.node_leases.update(w3=lease("w3", k.now() - 100)), "heartbeat"),
+        (lambda c, k: c.nodes["w3"]["status"]["conditions"][0].update(status="False"), "ready"),
+        (lambda c, k: k.controllers.clear(), "heartbeat"),  # its kubelet no longer renews the Lease
         (lambda c, k: c.pods.append(pod("zombie", "w3", created=T0 - 9999)), "old-pods-gone"),
     ],
 )

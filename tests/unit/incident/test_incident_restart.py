@@ -8,7 +8,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_micro_time, format_time
-from incident_fakes import T0, FakeClock, FakePower, lease, pod, volume_attachment
+from incident_fakes import T0, FakeClock, FakePower, pod, renewing_lease, volume_attachment
 from incident_scenario import dead_worker_cluster, options, setup
 
 
@@ -22,7 +22,7 @@ def back(cluster, clock, boot_id="boot-w3-2"):
     w3 = cluster.nodes["w3"]
     w3["status"]["conditions"][0].update(status="True", lastTransitionTime=format_time(clock.now() - 120))
     w3["status"]["nodeInfo"]["bootID"] = boot_id
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    renewing_lease(cluster, clock, "w3")
 
 
 def recover(cluster, clock, check_mode=False, power=None):
@@ -76,6 +76,7 @@ def test_another_machine_behind_the_node_name_is_refused():
 
 def test_volume_attachment_still_naming_the_node_keeps_the_taint():
     cluster, clock = after_outage()
+    clock.controllers.clear()  # no attach-detach controller: the stale attachment stays while node-recover watches
     back(cluster, clock)
     cluster.attachments.append(volume_attachment("csi-stale", "w3"))
     before = cluster.snapshot()

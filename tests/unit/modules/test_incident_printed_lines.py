@@ -16,7 +16,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
 from ansible_collections.nodeguard.failover.plugins.modules import node_outage, node_recover
-from incident_fakes import FakeClock, FakePower, lease
+from incident_fakes import FakeClock, FakePower, renewing_lease
 from incident_scenario import dead_worker_cluster, options, setup
 
 POWER = {"type": "redfish", "address": "https://bmc-w3.example.test", "username": "u", "password": "p"}
@@ -74,7 +74,7 @@ def test_recover_prints_what_the_role_printed():
     OutageRun(cluster, power, options(), clock).run()
     condition = cluster.nodes["w3"]["status"]["conditions"][0]
     condition.update(status="True", lastTransitionTime=format_time(clock.now() - 120))
-    cluster.node_leases["w3"] = lease("w3", clock.now() - 3)
+    renewing_lease(cluster, clock, "w3")
     cluster.nodes["w3"]["status"]["nodeInfo"]["bootID"] = "boot-w3-2"
     result = RecoverRun(cluster, FakePower("on"), RecoverOptions(node="w3", job_id="job-2", healthy_seconds=60), clock, False).run()
     summary = node_recover._summary(result)
