@@ -218,6 +218,7 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import deadline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import OUTAGE_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageOptions, OutageRun
@@ -270,7 +271,7 @@ def main():
     timing = {}
     try:
         power = reader_for(p["power"], p["node"], "off", p["allow_manual_attestation"]) if p["power"] else None
-        cluster = cluster_for(module)
+        cluster = cluster_for(module)  # every call's timeouts fit lock_ttl_seconds
         # Timing defaults from the profile tune-failover applied; explicit options win (docs/runbooks/node-outage.md).
         profile = None
         event_path = p["power_event_time"] is not None
@@ -280,6 +281,7 @@ def main():
         given = {name: p[name] for name in OPTIONS if name != "job_id"}
         given.update({key: timing[key] for key in applied.TIMING_KEYS})
         options = OutageOptions(**given, job_id=p["job_id"] or default_job_id())
+        cluster.set_deadline(deadline.outage_seconds(options))
         run = OutageRun(cluster, power, options, Clock(), module.check_mode)
         result = run.run()
     except Exception as e:  # noqa: BLE001 - one failure path; an unexpected error must still say what changed

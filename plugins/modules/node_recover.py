@@ -122,6 +122,7 @@ lock:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import NodeguardError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident import deadline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.args import RECOVER_ARGUMENT_SPEC
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NotRecoveredYetError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.lock import default_job_id
@@ -147,7 +148,9 @@ def main():
     run = None
     try:
         power = reader_for(p["power"], p["node"], "on", p["allow_manual_attestation"])
-        run = RecoverRun(cluster_for(module), power, options, Clock(), module.check_mode)
+        cluster = cluster_for(module)  # every call's timeouts fit lock_ttl_seconds
+        cluster.set_deadline(deadline.recover_seconds(options))
+        run = RecoverRun(cluster, power, options, Clock(), module.check_mode)
         result = run.run()
     except NodeguardError as e:
         if run is not None and run.lock.release_note:

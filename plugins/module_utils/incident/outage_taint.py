@@ -7,6 +7,11 @@ written, so no other run decides the cluster-wide rules meanwhile): the Node lis
 and control-plane status on, the target's resourceVersion (conditional write), its UID and Lease (not renewed
 since the run began). Power is read once more right before it (outage_power.py). A record already on the Node is
 replaced, never copied into the history (see _link_previous). A refusal leaves the cluster as it was.
+
+The API may take the write and its answer be lost (a timeout, a dropped connection: no HTTP status). The Node is then
+read back (services.patch_node_confirmed): with the taint and this run's record on it, the write counts as done and
+the run goes on from it (history copy, Events, the steps after the taint); changed without it, the write was not
+taken and is decided again; unchanged or unreadable, the run stops and says the taint may be there.
 """
 
 from __future__ import annotations
@@ -15,8 +20,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.errors import C
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import record as records
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import NodeReturnedError, RefusedError
-from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import taints_with_out_of_service
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import has_out_of_service_taint, taints_with_out_of_service
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import (
+    ConflictError,
+    RunDeadlineError,
+    WriteUnknownError,
+    patch_node_confirmed,
+)
 
 
 class TaintWrite:
@@ -56,12 +66,24 @@ class TaintWrite:
             run.lock.confirm()  # the taint only while this run provably holds the node's lock
             run.cluster_lock.confirm()  # and the cluster lock its decision was made under
             try:
-                return run.cluster.patch_node(run.o.node, patch)
+                return patch_node_confirmed(run.cluster, run.o.node, patch, lambda n: self._landed(n, rec))
             except ConflictError:
                 continue  # the node changed (status update?): re-read and re-check everything
+            except WriteUnknownError as e:  # no answer, and the Node read back does not tell
+                raise ClusterError(
+                    f"{e}. The taint of incident {rec['id']} on {run.o.node} may or may not be there: rerun node-outage, "
+                    "it continues from that incident's record if the taint was taken, and decides afresh if it was not"
+                ) from e
+            except RunDeadlineError:
+                raise  # not sent: not the API refusing the taint
             except ClusterError as e:  # e.g. the admission policy (deploy/admission/) denied the taint: its message
                 raise RefusedError("taint-refused", self._refused(e)) from e
         raise RefusedError("busy-node", f"{run.o.node} kept changing while tainting; nothing was changed, retry")
+
+    @staticmethod
+    def _landed(node: dict, rec: dict) -> bool:
+        """The write of ``rec`` is on ``node``: the out-of-service taint and this incident's record."""
+        return has_out_of_service_taint(node) and (records.read(node) or {}).get("id") == rec["id"]
 
     def _fresh_read(self, proven_uid) -> dict:
         """One Node list, re-checked right before the taint: the target from it is what the taint is written against."""

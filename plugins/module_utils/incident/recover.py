@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProofError
+from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError, ProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import attachments as vas
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import history, timeline
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident import pods as podrules
@@ -43,7 +43,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes 
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import LeaseWatch, Proof, lease_renew_interval
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time, parse_time
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import ConflictError, WriteUnknownError, patch_node_confirmed
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import wait_until
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.base import PowerError
 from ansible_collections.nodeguard.failover.plugins.module_utils.power.identity import (
@@ -216,6 +216,12 @@ def trusted_copy(record: dict, kept: list, namespace: str) -> dict:
     return copy
 
 
+def _untainted(node: dict, record: dict) -> bool:
+    """The untaint of ``record`` is on ``node``: no out-of-service taint, and that incident's record closed."""
+    on_node = records.read(node) or {}
+    return not has_out_of_service_taint(node) and on_node.get("id") == record["id"] and on_node.get("phase") == records.RECOVERED
+
+
 class RecoverRun:
     def __init__(self, cluster, power, options: RecoverOptions, clock, check_mode: bool = False):
         self.cluster = cluster
@@ -365,10 +371,15 @@ class RecoverRun:
             patch["metadata"]["resourceVersion"] = node["metadata"]["resourceVersion"]
             patch["spec"] = {"taints": taints_without_out_of_service(node)}
             self.lock.confirm()  # remove the taint only while this run provably holds the lock
-            try:
-                node = self.cluster.patch_node(self.o.node, patch)
+            try:  # an answer lost after the API took the write: the Node read back shows it (services.patch_node_confirmed)
+                node = patch_node_confirmed(self.cluster, self.o.node, patch, lambda n: _untainted(n, record))
             except ConflictError:
                 continue  # heartbeats change the Node: re-read and try again
+            except WriteUnknownError as e:
+                raise ClusterError(
+                    f"{e}. The taint may or may not be removed: rerun node-recover, it closes incident {record['id']} if the "
+                    "taint is still there and reports no taint if it is gone"
+                ) from e
             self.recorder = self._recorder(node)
             self.recorder.written = True
             self.recorder.archive(record)

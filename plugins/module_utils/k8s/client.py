@@ -9,6 +9,7 @@ without kubeconfig and host, the in-cluster service account is used when present
 from __future__ import annotations
 
 import os
+import socket
 import traceback
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
@@ -17,12 +18,36 @@ try:
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
     from kubernetes.config.config_exception import ConfigException
+    from urllib3.connection import HTTPConnection
+    from urllib3.util.retry import Retry
 
     HAS_KUBERNETES = True
     KUBERNETES_IMPORT_ERROR = None
 except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
+
+
+# TCP keepalive on every connection to the API server (seconds idle before the first probe, between probes, probes):
+# a connection whose peer vanished without a word (a rebooted or cut-off apiserver, a dropped NAT entry) is closed by
+# the kernel within 15 s instead of being reused, and a call waiting on it ends at once instead of at its read timeout.
+KEEPALIVE = {"idle": 5, "interval": 5, "count": 2}
+
+# One more try after a failed connect (nothing was sent: an apiserver restarting); none after a read error or a
+# timeout, so no call waits more than twice its connect timeout and once its read timeout (services.call_timeouts),
+# and no write is sent twice.
+RETRIES = {"total": 1, "connect": 1, "read": 0, "status": 0, "other": 0, "redirect": 0}
+
+
+def keepalive_socket_options() -> list:
+    """urllib3's own socket options (TCP_NODELAY: it replaces its defaults by what it is given) and keepalive.
+    The names Linux uses; a platform without one of them keeps its own default for it."""
+    options = list(HTTPConnection.default_socket_options)
+    options.append((socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1))
+    for name, value in (("TCP_KEEPIDLE", "idle"), ("TCP_KEEPINTVL", "interval"), ("TCP_KEEPCNT", "count")):
+        if hasattr(socket, name):
+            options.append((socket.IPPROTO_TCP, getattr(socket, name), KEEPALIVE[value]))
+    return options
 
 
 def _in_cluster() -> bool:
@@ -60,4 +85,6 @@ def build_api_client(auth: dict):
     configuration.verify_ssl = auth.get("validate_certs") is not False
     if not configuration.host:
         raise ClusterError("no API server address: set host, kubeconfig or K8S_AUTH_HOST")
+    configuration.socket_options = keepalive_socket_options()
+    configuration.retries = Retry(**RETRIES, raise_on_redirect=False)
     return k8s_client.ApiClient(configuration)

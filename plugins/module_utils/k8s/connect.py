@@ -11,11 +11,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.client impo
     KUBERNETES_IMPORT_ERROR,
     build_api_client,
 )
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import Cluster
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.services import Cluster, call_timeouts
 
 
 def cluster_for(module):
-    """Fail the module cleanly without the kubernetes library; may raise ClusterError for bad credentials."""
+    """Fail the module cleanly without the kubernetes library; may raise ClusterError for bad credentials.
+    Every call of the Cluster has timeouts that fit the module's lock (its option lock_ttl_seconds, when it has
+    one: services.call_timeouts)."""
     if not HAS_KUBERNETES:
         module.fail_json(msg=missing_required_lib("kubernetes"), exception=KUBERNETES_IMPORT_ERROR)
-    return Cluster(build_api_client(auth_params(module.params)))
+    return Cluster(build_api_client(auth_params(module.params)), call_timeouts(module.params.get("lock_ttl_seconds")))

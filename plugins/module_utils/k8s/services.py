@@ -9,6 +9,7 @@ Every call is narrow on purpose: pods are only ever listed by node or by label i
 from __future__ import annotations
 
 import json
+import time
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 
@@ -38,15 +39,46 @@ MEDIK8S_RESOURCES = {
 COMPRESSED = {"Accept-Encoding": "gzip"}
 
 
+# How long one call may wait (seconds), at most: to connect (TCP and TLS) and then for each read of the answer.
+# Each is cut to fit the run's lock (call_timeouts), so a call that is never answered ends well before the lock expires.
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 20.0
+
+
+def call_timeouts(lock_ttl_seconds=None) -> tuple:
+    """(connect, read) seconds for every call of a run holding a lock of ``lock_ttl_seconds``.
+
+    The worst a call can take is two connects (client.RETRIES retries a failed connect once) and one read:
+    1.5 times the read timeout. That stays within a quarter of the lock's TTL, and the lock is renewed every third
+    of it, so a run whose call is never answered stops, and releases its lock, before the lock expires."""
+    read = READ_TIMEOUT if not lock_ttl_seconds else max(1.0, min(READ_TIMEOUT, lock_ttl_seconds / 6.0))
+    return min(CONNECT_TIMEOUT, read / 4.0), read
+
+
 class ConflictError(ClusterError):
     """The object changed since we read it (HTTP 409): re-read and decide again."""
+
+
+class NoAnswerError(ClusterError):
+    """The call got no HTTP answer (no connection, a timeout, the connection dropped): a write may or may not have
+    been taken (patch_node_confirmed reads it back)."""
+
+
+class WriteUnknownError(ClusterError):
+    """A write's answer was lost and reading the object back did not show whether it was taken."""
+
+
+class RunDeadlineError(ClusterError):
+    """The run's deadline (Cluster.set_deadline) has passed: the call was not sent."""
 
 
 class Cluster:
     """Thin wrapper around kubernetes.client typed APIs."""
 
-    def __init__(self, api_client):
+    def __init__(self, api_client, timeouts: tuple = (CONNECT_TIMEOUT, READ_TIMEOUT)):
         self._api = api_client
+        self._timeouts = timeouts  # (connect, read) seconds of every call: call_timeouts
+        self._deadline = None  # (monotonic time, seconds given): set_deadline
         self.core = k8s_client.CoreV1Api(api_client)
         self.apps = k8s_client.AppsV1Api(api_client)
         self.storage = k8s_client.StorageV1Api(api_client)
@@ -55,12 +87,26 @@ class Cluster:
         self.custom = k8s_client.CustomObjectsApi(api_client)
 
     # -- plumbing -----------------------------------------------------------------------------
-    def _call(self, what: str, fn, *args, missing_ok: bool = False, **kwargs):
+    def set_deadline(self, seconds: float) -> None:
+        """The run's deadline, ``seconds`` from now on this machine's monotonic clock: after it no call is sent
+        (RunDeadlineError names the call), but for the release of a lock (delete_lease)."""
+        self._deadline = (time.monotonic() + seconds, seconds)
+
+    def _check_deadline(self, what: str) -> None:
+        if self._deadline is not None and time.monotonic() >= self._deadline[0]:
+            raise RunDeadlineError(
+                f"{what}: not sent: the run's deadline ({self._deadline[1]:.0f}s, the sum of its waits and timeouts) has passed. "
+                "The run stopped before this call; the cluster is as the incident record on the Node says"
+            )
+
+    def _call(self, what: str, fn, *args, missing_ok: bool = False, past_deadline: bool = False, **kwargs):
         # The API's own JSON, parsed once: building typed client objects and turning them back
         # into dicts took seconds for the Node list of a 1000-node cluster (docs/benchmarks).
         # Compressed on the wire (COMPRESSED): the full Node list is most of what an incident reads.
+        if not past_deadline:
+            self._check_deadline(what)
         try:
-            response = fn(*args, _preload_content=False, _headers=dict(COMPRESSED), **kwargs)
+            response = fn(*args, _preload_content=False, _headers=dict(COMPRESSED), _request_timeout=self._timeouts, **kwargs)
             body = response.data
         except ApiException as e:
             if missing_ok and e.status == 404:
@@ -68,8 +114,9 @@ class Cluster:
             if e.status == 409:
                 raise ConflictError(f"{what}: conflict, the object changed meanwhile: {_message(e)}") from e
             raise ClusterError(f"{what}: API answered {e.status} {e.reason}: {_message(e)}") from e
-        except Urllib3Error as e:
-            raise ClusterError(f"{what}: cannot reach the API server ({self._api.configuration.host}): {e}") from e
+        except Urllib3Error as e:  # no HTTP status: refused, timed out (call_timeouts) or dropped
+            reason = getattr(e, "reason", None) or e  # urllib3's MaxRetryError wraps the last error
+            raise NoAnswerError(f"{what}: no answer from the API server ({self._api.configuration.host}): {reason}") from e
         return json.loads(body) if body else None
 
     # -- cluster ------------------------------------------------------------------------------
@@ -182,6 +229,7 @@ class Cluster:
         return self._call(f"update lease {namespace}/{name}", self.coordination.replace_namespaced_lease, name, namespace, body)
 
     def delete_lease(self, namespace: str, name: str, resource_version: str) -> None:
+        """Also after the run's deadline: the release of a lock must not wait for the lock to expire."""
         body = {"preconditions": {"resourceVersion": resource_version}}
         self._call(
             f"delete lease {namespace}/{name}",
@@ -190,6 +238,7 @@ class Cluster:
             namespace,
             body=body,
             missing_ok=True,
+            past_deadline=True,
         )
 
     # -- incident history (config maps) -------------------------------------------------------
@@ -216,6 +265,26 @@ class Cluster:
     # -- events -------------------------------------------------------------------------------
     def create_event(self, namespace: str, body: dict) -> dict:
         return self._call("create event", self.core.create_namespaced_event, namespace, body)
+
+
+def patch_node_confirmed(cluster, name: str, patch: dict, landed) -> dict:
+    """``cluster.patch_node`` for a write made conditional on ``patch["metadata"]["resourceVersion"]``, whose answer
+    may be lost: the API may have taken the write and the reply never came (NoAnswerError). Then the Node is read
+    again: returned when ``landed(node)`` shows this write on it; ConflictError when the Node has moved on without
+    it (the conditional write can never be taken now: decide again); WriteUnknownError when the Node is as before
+    (the write may still be taken) or cannot be read."""
+    try:
+        return cluster.patch_node(name, patch)
+    except NoAnswerError as lost:
+        try:
+            node = cluster.get_node(name)
+        except ClusterError as e:
+            raise WriteUnknownError(f"{lost}; reading node {name} back failed too ({e}): whether the write was taken is unknown") from lost
+        if node is not None and landed(node):
+            return node
+        if node is None or node["metadata"].get("resourceVersion") != patch["metadata"]["resourceVersion"]:
+            raise ConflictError(f"{lost}; node {name} read back has changed without this write: it was not taken") from lost
+        raise WriteUnknownError(f"{lost}; node {name} read back is unchanged, so the write may still be taken") from lost
 
 
 def _message(error) -> str:

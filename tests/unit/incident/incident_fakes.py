@@ -132,6 +132,9 @@ class FakeCluster:
         self.fail_on = {}  # method name -> exception to raise once
         self.medik8s = {}  # plural -> objects; a plural missing here is not served (no such medik8s operator)
 
+    def set_deadline(self, seconds):
+        self.deadline_seconds = seconds  # services.Cluster refuses calls after it; the fake only keeps it
+
     def _maybe_fail(self, name):
         error = self.fail_on.pop(name, None)
         if error:
