@@ -101,14 +101,16 @@ class LogWatch(threading.Thread):
 class PowerEventChain:
     """ansible-rulebook with power-events.yml, and the BMCs of `workers` subscribed to it."""
 
-    def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, personality: str = "dmtf") -> None:
+    def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, personality: str = "dmtf",
+                 overrides: dict | None = None) -> None:
+        """``overrides``: rulebook variables beyond the mapping and the allow-list (e.g. another nodeguard_outage_playbook)."""
         self.workdir, self.workers, self.personality = workdir, list(workers), personality
         self.inventory = rulebook_inventory(workdir, inventory_vars)
         mapping = [{"node": n, "system": system_of(n)} for n in self.workers]
         started = time.monotonic()
         self.rulebook = RulebookProcess(
             workdir,
-            overrides={"nodeguard_power_event_bmcs": mapping, "nodeguard_allow_nodes": self.workers},
+            overrides={"nodeguard_power_event_bmcs": mapping, "nodeguard_allow_nodes": self.workers, **(overrides or {})},
             inventory=self.inventory,
             rulebook=POWER_RULEBOOK,
             default_vars=POWER_VARS,
