@@ -127,7 +127,7 @@ class PowerEventChain:
     def subscribe(self, state: str) -> subprocess.CompletedProcess:
         """playbooks/power-event-subscriptions.yml against the lab inventory, as a user runs it."""
         env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
-               "NODEGUARD_EDA_TOKEN": self.rulebook.token}
+               "NODEGUARD_BMC_TOKEN_KEY": self.rulebook.bmc_key}
         extra = {"power_event_subscriptions_destination": self.destination, "power_event_subscriptions_state": state,
                  "power_event_subscriptions_limit_nodes": self.workers, "bmc_vendor": self.personality}
         result = subprocess.run(
@@ -199,7 +199,7 @@ class PowerEventChain:
         return counts
 
     def redacted_log(self) -> str:
-        return self.rulebook.log().replace(self.rulebook.token, "<token>")
+        return self.rulebook.log().replace(self.rulebook.token, "<token>").replace(self.rulebook.bmc_key, "<key>")
 
     def stop(self) -> None:
         try:

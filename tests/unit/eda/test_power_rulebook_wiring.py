@@ -96,12 +96,12 @@ def test_refusals_are_decided_first_and_only_logged() -> None:
 
 def test_the_webhook_is_filtered_by_the_mapping_and_each_bmcs_own_token() -> None:
     """No webhook token: one token every BMC holds would let any BMC post for any node. The filter checks each BMC's
-    own token (made with the key in NODEGUARD_EDA_TOKEN) against the endpoint it posted to."""
+    own token (made with the key in NODEGUARD_BMC_TOKEN_KEY, not Alertmanager's token) against the endpoint it posted to."""
     (source,) = ruleset("power-events")["sources"]
     webhook = source["eda.builtin.webhook"]
     assert "token" not in webhook and webhook["certfile"] and webhook["keyfile"]
-    assert source["filters"] == [{"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS",
-                                                                              "token_env": "NODEGUARD_EDA_TOKEN"}}]
+    filters = {"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS", "token_env": "NODEGUARD_BMC_TOKEN_KEY"}}
+    assert source["filters"] == [filters]
 
 
 def test_a_host_reset_only_logs() -> None:
