@@ -42,12 +42,20 @@ options:
     description:
       - The time of the power event that started this run, RFC 3339 with a zone, like V(2026-11-23T08:00:00Z). It selects
         the power-event path, see the description. Unset, the heartbeat path (NotReady and a stale Lease).
-      - The event only starts the run; nothing in it is proof. Refused when malformed, more than 30 s in the future,
-        or older than O(power_event_max_age_seconds). The record, history and Events say C(trigger) C(power-event)
-        with this time.
+      - The event only starts the run; nothing in it is proof. Refused when malformed, more than 30 s ahead of its
+        arrival (O(power_event_received)), or older than O(power_event_max_age_seconds) when it arrived. The record,
+        history and Events say C(trigger) C(power-event) with this time.
+    type: str
+  power_event_received:
+    description:
+      - When the rulebook received the power event, RFC 3339 with a zone, on the rulebook's own clock (the rulebooks
+        pass ansible-rulebook's C(meta.received_at)). Used only with O(power_event_time).
+      - The event's age is measured at this arrival, so a run that waited in the rulebook's queue behind other
+        nodes' runs is not refused as stale, and the run never compares the BMC's time with its own clock.
+      - Unset (a run started by hand), the run's own start is the arrival.
     type: str
   power_event_max_age_seconds:
-    description: Oldest power event (by O(power_event_time)) that may start the power-event path.
+    description: Oldest power event (by O(power_event_time), when it arrived) that may start the power-event path.
     type: int
     default: 300
   proof_timeout:

@@ -72,7 +72,7 @@ options:
     choices: [dmtf, openbmc, hpe, dell]
   token_key:
     description:
-      - The power-event rulebook's key (its C(NODEGUARD_EDA_TOKEN)). With O(token_node), the BMC gets the header
+      - The power-event rulebook's key (its C(NODEGUARD_BMC_TOKEN_KEY)). With O(token_node), the BMC gets the header
         C(X-Nodeguard-Token) with its own token, HMAC-SHA256 of the node name under this key, which the rulebook checks.
         The key itself is never sent. Like O(http_headers), sent only when the subscription is created.
     type: str
@@ -140,7 +140,7 @@ EXAMPLES = r"""
     context: nodeguard:worker4
     origin_resources: [/redfish/v1/Systems/System.Embedded.1]
     vendor: dell
-    token_key: "{{ lookup('ansible.builtin.env', 'NODEGUARD_EDA_TOKEN') }}"
+    token_key: "{{ lookup('ansible.builtin.env', 'NODEGUARD_BMC_TOKEN_KEY') }}"
     token_node: worker4
 
 - name: Stop sending worker3's events

@@ -37,6 +37,7 @@ OUTAGE_ARGUMENT_SPEC = {
     "poll_interval": {"type": "int", "default": 2},
     "proof_max_age_seconds": {"type": "int", "default": 60},
     "power_event_time": {"type": "str"},
+    "power_event_received": {"type": "str"},
     "power_event_max_age_seconds": {"type": "int", "default": 300},
 }
 

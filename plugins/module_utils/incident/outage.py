@@ -97,6 +97,8 @@ class OutageOptions:
     # The power-event path: the event's RFC 3339 time (None: the heartbeat path) and how old it may be. How
     # often a live kubelet renews its Lease is read from the Lease itself (proofs.LeaseWatch).
     power_event_time: str | None = None
+    # When the rulebook received the event, on its own clock (None: a run started by hand, its start is the arrival).
+    power_event_received: str | None = None
     power_event_max_age_seconds: int = outage_default("power_event_max_age_seconds")
 
 
@@ -166,6 +168,16 @@ class OutageRun:
         return Recorder(self.cluster, node, self.o.event_namespace, self.clock, history_namespace=self.o.history_namespace, guard=self.lock.confirm)
 
     # -- safety rules ---------------------------------------------------------------------------
+    def _check_event_age(self) -> None:
+        """The power event's age when the rulebook received it (power_event_received, the rulebook's clock), not
+        when this run starts: a run queued behind other nodes' runs is not stale. By hand, the run's start."""
+        received = self.o.power_event_received
+        if received is None:
+            arrived, arrival = self.clock.now(), "the run started"
+        else:
+            arrived, arrival = power_event.parse_event_time(received, "power_event_received"), "the rulebook received it"
+        power_event.check_event_age(self.event_time, arrived, self.o.power_event_max_age_seconds, arrival)
+
     def check_safety(self, node: dict, nodes: list) -> None:
         """Control plane (etcd members included), quorum, storm and other remediators, on one Node list. A node
         already carrying the out-of-service taint counts as down even while Ready (another run's power-event incident)."""
@@ -199,7 +211,7 @@ class OutageRun:
             )
         if action in (records.FRESH, records.ADOPT):
             if self.event_time is not None:
-                power_event.check_event_age(self.event_time, self.clock.now(), self.o.power_event_max_age_seconds)
+                self._check_event_age()
             self.check_safety(node, self.node_list.read())
             safety.check_version(self.cluster.server_version(), self.o.out_of_service_gate_enabled)
             if not self.lease_seen:

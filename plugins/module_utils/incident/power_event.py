@@ -5,8 +5,12 @@
 A BMC's power event (Redfish ResourcePoweredOff, or a polled On -> Off) only STARTS a run; nothing in it
 is proof. The run then proves, instead of NotReady in the API (the node may still be Ready there):
 
-- the event time is a well-formed RFC 3339 time, not in the future (beyond MAX_CLOCK_SKEW_SECONDS) and
-  not older than power_event_max_age_seconds (a replayed or stale event starts nothing);
+- the event time is a well-formed RFC 3339 time that was neither ahead of its arrival (beyond
+  MAX_CLOCK_SKEW_SECONDS) nor older than power_event_max_age_seconds when it arrived (a replayed or stale event
+  starts nothing). The arrival is power_event_received, the rulebook's own clock when it received the event
+  (ansible-rulebook's meta.received_at): the time a run waits in the rulebook's queue behind other nodes' runs
+  does not count, and this run never compares the BMC's time with its own wall clock. A run started by hand
+  (no power_event_received) receives its event when it starts;
 - the node's Lease was not renewed after the event time (a renewal after it means the kubelet lived:
   refused, naming both times), and it does not change while the run watches it, on the controller's own
   monotonic clock, for one renew interval (a quarter of the Lease's leaseDurationSeconds) plus a margin,
@@ -36,34 +40,37 @@ MAX_CLOCK_SKEW_SECONDS = 30
 _RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$")
 
 
-def parse_event_time(text) -> float:
-    """Epoch seconds of a power event time; refused (rule ``power-event-time``) unless RFC 3339 with a zone."""
+def parse_event_time(text, option: str = "power_event_time") -> float:
+    """Epoch seconds of an RFC 3339 time with a zone; refused (rule ``power-event-time``) otherwise. ``option``
+    names the option the time came from."""
     if not isinstance(text, str) or not _RFC3339.match(text):
         raise RefusedError(
             "power-event-time",
-            f"power_event_time {text!r} is not an RFC 3339 time with a zone (like 2026-11-23T08:00:00Z); nothing was changed",
+            f"{option} {text!r} is not an RFC 3339 time with a zone (like 2026-11-23T08:00:00Z); nothing was changed",
         )
     try:
         return parse_time(text.upper())
     except ValueError as e:
-        raise RefusedError("power-event-time", f"power_event_time {text!r} is not a valid time ({e}); nothing was changed") from e
+        raise RefusedError("power-event-time", f"{option} {text!r} is not a valid time ({e}); nothing was changed") from e
 
 
-def check_event_age(event_time: float, now: float, max_age_seconds: float) -> None:
-    """Refuse an event from the future (more than MAX_CLOCK_SKEW_SECONDS ahead) or older than ``max_age_seconds``."""
+def check_event_age(event_time: float, arrived: float, max_age_seconds: float, arrival: str = "the rulebook received it") -> None:
+    """Refuse an event that was more than MAX_CLOCK_SKEW_SECONDS ahead of its arrival, or older than ``max_age_seconds``
+    when it arrived. ``arrived`` is the receiver's own clock at the arrival, which ``arrival`` names."""
     shown = format_time(event_time)
-    if event_time - now > MAX_CLOCK_SKEW_SECONDS:
+    if event_time - arrived > MAX_CLOCK_SKEW_SECONDS:
         raise RefusedError(
             "power-event-time",
-            f"the power event time {shown} is {event_time - now:.0f}s in the future (more than {MAX_CLOCK_SKEW_SECONDS}s of clock "
-            "skew): check the BMC's and this controller's clocks; nothing was changed",
+            f"the power event time {shown} was {event_time - arrived:.0f}s in the future when {arrival} (more than {MAX_CLOCK_SKEW_SECONDS}s "
+            "of clock skew): set the BMC's clock by NTP, as this controller's; nothing was changed",
         )
-    if now - event_time > max_age_seconds:
+    if arrived - event_time > max_age_seconds:
         raise RefusedError(
             "power-event-time",
-            f"the power event at {shown} is {now - event_time:.0f}s old, older than power_event_max_age_seconds "
-            f"({max_age_seconds:.0f}s): a stale or replayed event starts nothing; the heartbeat path still applies. "
-            "Nothing was changed",
+            f"the power event at {shown} was {arrived - event_time:.0f}s old when {arrival}, older than "
+            f"power_event_max_age_seconds ({max_age_seconds:.0f}s): a stale or replayed event starts nothing. If the node "
+            "is still down, run node-outage for it without power_event_time (the heartbeat path proves it down), and "
+            "check that the BMC's clock is set by NTP. Nothing was changed",
         )
 
 

@@ -53,7 +53,7 @@ def bmc_token(key: str, node: str) -> str:
     """The BMC of ``node``'s own credential for the power-event rulebook: HMAC-SHA256(key, purpose + node), hex.
     The key stays with the rulebook; a BMC holding its token cannot make another node's."""
     if not key:
-        raise PowerError("the key of the BMC tokens is empty (NODEGUARD_EDA_TOKEN, the rulebook's)")
+        raise PowerError("the key of the BMC tokens is empty (NODEGUARD_BMC_TOKEN_KEY, the rulebook's)")
     return hmac.new(key.encode(), TOKEN_PURPOSE + node.encode(), hashlib.sha256).hexdigest()
 
 

@@ -101,14 +101,16 @@ class LogWatch(threading.Thread):
 class PowerEventChain:
     """ansible-rulebook with power-events.yml, and the BMCs of `workers` subscribed to it."""
 
-    def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, personality: str = "dmtf") -> None:
+    def __init__(self, workdir: Path, workers: list[str], inventory_vars: dict | None = None, personality: str = "dmtf",
+                 overrides: dict | None = None) -> None:
+        """``overrides``: rulebook variables beyond the mapping and the allow-list (e.g. another nodeguard_outage_playbook)."""
         self.workdir, self.workers, self.personality = workdir, list(workers), personality
         self.inventory = rulebook_inventory(workdir, inventory_vars)
         mapping = [{"node": n, "system": system_of(n)} for n in self.workers]
         started = time.monotonic()
         self.rulebook = RulebookProcess(
             workdir,
-            overrides={"nodeguard_power_event_bmcs": mapping, "nodeguard_allow_nodes": self.workers},
+            overrides={"nodeguard_power_event_bmcs": mapping, "nodeguard_allow_nodes": self.workers, **(overrides or {})},
             inventory=self.inventory,
             rulebook=POWER_RULEBOOK,
             default_vars=POWER_VARS,
@@ -125,7 +127,7 @@ class PowerEventChain:
     def subscribe(self, state: str) -> subprocess.CompletedProcess:
         """playbooks/power-event-subscriptions.yml against the lab inventory, as a user runs it."""
         env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
-               "NODEGUARD_EDA_TOKEN": self.rulebook.token}
+               "NODEGUARD_BMC_TOKEN_KEY": self.rulebook.bmc_key}
         extra = {"power_event_subscriptions_destination": self.destination, "power_event_subscriptions_state": state,
                  "power_event_subscriptions_limit_nodes": self.workers, "bmc_vendor": self.personality}
         result = subprocess.run(
@@ -197,7 +199,7 @@ class PowerEventChain:
         return counts
 
     def redacted_log(self) -> str:
-        return self.rulebook.log().replace(self.rulebook.token, "<token>")
+        return self.rulebook.log().replace(self.rulebook.token, "<token>").replace(self.rulebook.bmc_key, "<key>")
 
     def stop(self) -> None:
         try:

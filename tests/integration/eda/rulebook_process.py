@@ -104,6 +104,7 @@ class RulebookProcess:
         self.workdir = workdir
         self.port = free_port()
         self.token = secrets.token_urlsafe(24)
+        self.bmc_key = secrets.token_urlsafe(24)  # the key of the BMCs' tokens: a secret of its own, never self.token
         self.cert, key = make_tls(workdir)
         variables = yaml.safe_load(default_vars.read_text())
         variables.update(
@@ -123,6 +124,7 @@ class RulebookProcess:
         process_env = dict(os.environ)
         process_env.update(
             NODEGUARD_EDA_TOKEN=self.token,
+            NODEGUARD_BMC_TOKEN_KEY=self.bmc_key,  # the redfish_power_events filter makes the BMCs' tokens with it
             NODEGUARD_POWER_EVENT_VARS=str(vars_file),  # the redfish_power_events filter reads its mapping there
             ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
             PATH=f"{VENV_BIN}:{process_env.get('PATH', '')}",

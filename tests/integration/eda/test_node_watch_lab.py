@@ -76,6 +76,8 @@ def recording_rulebook(lab, tmp_path: Path) -> Iterator[tuple[RulebookProcess, P
             "nodeguard_outage_playbook": str(RECORDERS / "record-outage.yml"),
             "nodeguard_recover_playbook": str(RECORDERS / "record-recover.yml"),
             "node_outage_max_unhealthy": "2",  # two workers down is not a storm here
+            # the recorders taint nothing: without this, a node still down would be reported again after 300 s
+            "nodeguard_node_watch_rereport_interval": 3600,
         },
         env={"NODEGUARD_EDA_RECORD_DIR": str(records)},
     )

@@ -96,7 +96,7 @@ def bmc(tmp_path_factory: pytest.TempPathFactory, rulebook: RulebookProcess) -> 
 
 def own_token(rulebook: RulebookProcess, node: str) -> str:
     """The BMC of ``node``'s token, by the documented rule (docs/power-events.md)."""
-    return hmac.new(rulebook.token.encode(), b"nodeguard power events\x00" + node.encode(), hashlib.sha256).hexdigest()
+    return hmac.new(rulebook.bmc_key.encode(), b"nodeguard power events\x00" + node.encode(), hashlib.sha256).hexdigest()
 
 
 def subscribe(bmc: Bmc, rulebook: RulebookProcess, node: str, path_node: str | None = None) -> str:
@@ -200,7 +200,7 @@ def test_a_forged_event_with_template_syntax_runs_nothing(rulebook: RulebookProc
     path, own = f"redfish-events/{FORGED}", {"X-Nodeguard-Token": own_token(rulebook, FORGED)}
     for payload in forged:
         assert rulebook.post(payload, path=path, headers=own) == 200
-    wrong = [{"X-Nodeguard-Token": own_token(rulebook, MAPPED)}, {"Authorization": f"Bearer {rulebook.token}"}]
+    wrong = [{"X-Nodeguard-Token": own_token(rulebook, MAPPED)}, {"Authorization": f"Bearer {rulebook.bmc_key}"}]
     for headers in wrong:  # another BMC's token; the key itself as a bearer token
         assert rulebook.post(redfish_event(FORGED, "2026-11-23T08:00:02Z"), path=path, headers=headers) == 200
     assert rulebook.post(redfish_event(FORGED, "2026-11-23T09:00:03+01:00"), path=path, headers=own) == 200
@@ -210,7 +210,7 @@ def test_a_forged_event_with_template_syntax_runs_nothing(rulebook: RulebookProc
     assert run["power_event_time"] == "2026-11-23T08:00:03.999999Z"  # the control's time in UTC, at its second's end
     assert rulebook.log().count("nodeguard REFUSED: power event refused, nothing runs for it: the payload holds template syntax in ") == len(forged)
     assert rulebook.log().count(f"is not the token of the BMC of node {FORGED} (value not shown)") == len(wrong)
-    assert rulebook.token not in rulebook.log() and own_token(rulebook, FORGED) not in rulebook.log()
+    assert rulebook.bmc_key not in rulebook.log() and own_token(rulebook, FORGED) not in rulebook.log()
 
 
 def test_polling_a_bmc_runs_node_outage_on_the_change_to_off(bmc: Bmc, tmp_path: Path, records: Path) -> None:

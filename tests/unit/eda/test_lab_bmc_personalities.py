@@ -44,7 +44,7 @@ def main(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     mapping = {"nodeguard_power_event_bmcs": [{"node": "ng-worker1", "system": "/redfish/v1/Systems/ng-worker1"}]}
     (tmp_path / "vars.yml").write_text(yaml.safe_dump(mapping))
     monkeypatch.setenv("NODEGUARD_POWER_EVENT_VARS", str(tmp_path / "vars.yml"))
-    monkeypatch.setenv("NODEGUARD_EDA_TOKEN", KEY)
+    monkeypatch.setenv("NODEGUARD_BMC_TOKEN_KEY", KEY)
     return runpy.run_path(str(FILTER))["main"]
 
 

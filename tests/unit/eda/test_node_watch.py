@@ -233,7 +233,7 @@ def test_the_arguments_are_checked_against_the_schema(source, api, args: dict, m
 
 def test_defaults_and_empty_values(source, api) -> None:
     checked = source["checked_args"]({"kubeconfig": "", "context": "", "max_unhealthy": 2, "eda_feedback_queue": None}, api)
-    assert checked == {"kubeconfig": None, "context": None, "max_unhealthy": "2", "watch_timeout": 300}
+    assert checked == {"kubeconfig": None, "context": None, "max_unhealthy": "2", "watch_timeout": 300, "rereport_interval": 300}
     import jsonschema
 
     jsonschema.Draft202012Validator.check_schema(source["ARGS_SCHEMA"])
@@ -247,3 +247,61 @@ def test_a_refused_watch_says_its_http_status(source, caplog) -> None:
     with caplog.at_level("WARNING", logger="nodeguard.failover.node_watch"):
         run_watch(source, server, stop)
     assert "nodes watch failed (ApiException, HTTP 403); retrying in 1 s" in caplog.text
+
+
+# -- issue 38 item 9: a node down is reported again while it stays down and untainted; unreported nodes are no storm
+
+
+def tainted(found: dict) -> dict:
+    found["spec"] = {"taints": [{"key": "node.kubernetes.io/out-of-service", "value": "nodeshutdown", "effect": "NoExecute"}]}
+    return found
+
+
+def test_a_node_still_down_and_untainted_is_reported_again(source, api) -> None:
+    """A run that failed for a transient reason (or was refused) is not the end: the node is reported again every
+    rereport_interval seconds while it stays down and has no out-of-service taint."""
+    now = [1000.0]
+    tracker = source["Tracker"](api, "50%", clock=lambda: now[0], rereport_seconds=300)
+    assert [e["node"] for e in events(tracker, ("nodes", "LIST", [node("cp1"), node("w1", "Unknown"), node("w2")]))] == ["w1"]
+    now[0] += 299
+    assert tracker.still_down() == []
+    now[0] += 2
+    (again,) = [e["nodeguard_node_event"] for e in tracker.still_down()]
+    assert (again["node"], again["state"], again["ready"]) == ("w1", "down", "Unknown") and set(again) == EVENT_KEYS
+    assert tracker.still_down() == []  # the next one, a full interval later
+    events(tracker, ("nodes", "MODIFIED", tainted(node("w1", "Unknown", "2"))))  # a run acted: no more reports
+    now[0] += 1000
+    assert tracker.still_down() == []
+    assert [e["state"] for e in events(tracker, ("nodes", "MODIFIED", node("w1", "True", "3")))] == ["up"]
+    now[0] += 1000
+    assert tracker.still_down() == []
+
+
+def test_a_node_hidden_by_a_storm_is_reported_when_the_storm_is_over(source, api) -> None:
+    now = [1000.0]
+    tracker = source["Tracker"](api, "1", clock=lambda: now[0], rereport_seconds=300)
+    events(tracker, ("nodes", "LIST", [node("a"), node("b"), node("c")]))
+    assert "refused" not in events(tracker, ("nodes", "MODIFIED", node("b", "False")))[0]
+    assert events(tracker, ("nodes", "MODIFIED", node("c", "False")))[0]["refused"] == "storm"
+    assert [e["state"] for e in events(tracker, ("nodes", "MODIFIED", node("b", "True")))] == ["up"]
+    now[0] += 301
+    (again,) = [e["nodeguard_node_event"] for e in tracker.still_down()]
+    assert again["node"] == "c" and "refused" not in again
+
+
+def test_nodes_without_a_ready_condition_are_left_out_of_the_storm_count(source, api) -> None:
+    """Three nodes registering (no Ready condition yet) while one dies: 1 of 3 reported nodes is down, not 4 of 6."""
+    tracker = source["Tracker"](api, "40%")
+    registering = [node(f"new{i}", None) for i in range(3)]
+    events(tracker, ("nodes", "LIST", [node("cp1"), node("w1"), node("w2"), *registering]))
+    (down,) = events(tracker, ("nodes", "MODIFIED", node("w1", "Unknown")))
+    assert down["node"] == "w1" and "refused" not in down
+    # a real storm still counts only reported nodes: 2 of 3 down, 40% of 3 allows 1
+    storm = events(tracker, ("nodes", "MODIFIED", node("w2", "False")))[0]
+    assert (storm["refused"], storm["nodes_down"], storm["nodes_total"], storm["down_nodes"]) == ("storm", 2, 3, ["w1", "w2"])
+
+
+def test_the_rereport_interval_is_an_argument(source, api) -> None:
+    assert source["checked_args"]({}, api)["rereport_interval"] == 300
+    with pytest.raises(ValueError, match="rereport_interval"):
+        source["checked_args"]({"rereport_interval": 5}, api)

@@ -51,3 +51,10 @@ def test_nothing_is_acted_on_by_default_and_refusals_come_first() -> None:
     acting = [i for i, r in enumerate(ruleset["rules"]) if "run_playbook" in action(r)]
     assert min(acting) > max(names.index(n) for n in names if "allow-list" in n or "Deny" in n or "Storm" in n)
     assert ruleset["execution_strategy"] == "sequential" and ruleset["hosts"] == "localhost"
+
+
+def test_the_source_reports_a_node_again_while_it_stays_down_and_untainted() -> None:
+    """issue 38 item 9: a run that failed is not the end; the interval comes from the vars file, longer than a run."""
+    (source,) = RULEBOOK[0]["sources"]
+    assert source["nodeguard.failover.node_watch"]["rereport_interval"] == "{{ nodeguard_node_watch_rereport_interval }}"
+    assert VARS["nodeguard_node_watch_rereport_interval"] > VARS["nodeguard_node_watch_proof_timeout"]

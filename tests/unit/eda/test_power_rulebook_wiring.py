@@ -13,8 +13,10 @@ from rulebook_rules import action, condition
 REPO = Path(__file__).resolve().parents[3]
 EDA = REPO / "extensions" / "eda"
 RULEBOOKS = ["power-events", "power-poll"]
-# Event fields made or checked by the filter redfish_power_events / the source bmc_power_poll.
-CHECKED = {"event.nodeguard_power_event.node", "event.nodeguard_power_event.time"}
+# Event fields made or checked by the filter redfish_power_events / the source bmc_power_poll, and the time
+# ansible-rulebook itself received the event (its insert_meta_info filter, after ours: the filter and the source
+# emit no meta, so the value is always ansible-rulebook's own).
+CHECKED = {"event.nodeguard_power_event.node", "event.nodeguard_power_event.time", "event.meta.received_at"}
 
 
 def ruleset(name: str) -> dict:
@@ -44,6 +46,8 @@ def test_node_outage_gets_only_checked_values_and_the_event_time(name: str) -> N
     assert run["extra_vars"] == {
         "outage_nodes": "{{ [event.nodeguard_power_event.node] }}",  # a one-element list: "123" stays a string
         "node_outage_power_event_time": "{{ event.nodeguard_power_event.time }}",
+        # the event's age is bounded when it arrived (the rulebook's clock), not when its queued run starts
+        "node_outage_power_event_received": "{{ event.meta.received_at }}",
         # the run starts within seconds of the power-off: it must wait for the Lease proof
         "node_outage_proof_timeout": "{{ nodeguard_power_event_proof_timeout }}",
         # echoed in node-outage's outcome: the dedupe key
@@ -62,9 +66,11 @@ def test_only_powered_off_acts_deduped_per_event_and_cooled_down_per_node(name: 
     (run_index,) = [i for i, r in enumerate(rules) if "run_playbook" in action(r)]
     run = rules[run_index]
     assert condition(run) == 'event.nodeguard_power_event.state == "Off"'
-    # only a burst of the same event is collapsed at match time; dedupe and cool-down come from the outcome
-    assert run["throttle"] == {"once_within": "10 minutes",
-                               "group_by_attributes": ["event.nodeguard_power_event.node", "event.nodeguard_power_event.time"]}
+    # at most one run per node (so per BMC endpoint, <destination>/<node>) per 10 minutes, whatever the event times:
+    # one POST of 64 records with 64 times queues one run, not 64; dedupe and cool-down come from the outcome
+    assert run["throttle"] == {"once_within": "10 minutes", "group_by_attributes": ["event.nodeguard_power_event.node"]}
+    # a run that failed (a transient error) is retried with the same event, whose age was fixed at its arrival
+    assert action(run)["run_playbook"]["retries"] >= 1 and action(run)["run_playbook"]["delay"] > 0
     dedupe, cooldown = rules[run_index - 2], rules[run_index - 1]
     assert "facts.m_0.nodeguard_dedupe.nodes" in condition(dedupe) and "facts.m_0.nodeguard_dedupe.trigger" in condition(dedupe)
     assert "facts.m_0.nodeguard_cooldown.nodes" in condition(cooldown)
@@ -90,12 +96,12 @@ def test_refusals_are_decided_first_and_only_logged() -> None:
 
 def test_the_webhook_is_filtered_by_the_mapping_and_each_bmcs_own_token() -> None:
     """No webhook token: one token every BMC holds would let any BMC post for any node. The filter checks each BMC's
-    own token (made with the key in NODEGUARD_EDA_TOKEN) against the endpoint it posted to."""
+    own token (made with the key in NODEGUARD_BMC_TOKEN_KEY, not Alertmanager's token) against the endpoint it posted to."""
     (source,) = ruleset("power-events")["sources"]
     webhook = source["eda.builtin.webhook"]
     assert "token" not in webhook and webhook["certfile"] and webhook["keyfile"]
-    assert source["filters"] == [{"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS",
-                                                                              "token_env": "NODEGUARD_EDA_TOKEN"}}]
+    filters = {"nodeguard.failover.redfish_power_events": {"vars_file_env": "NODEGUARD_POWER_EVENT_VARS", "token_env": "NODEGUARD_BMC_TOKEN_KEY"}}
+    assert source["filters"] == [filters]
 
 
 def test_a_host_reset_only_logs() -> None:

@@ -22,7 +22,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[3]
 FILTER = REPO / "extensions" / "eda" / "plugins" / "event_filter" / "redfish_power_events.py"
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "redfish_events"
-KEY = "rulebook-key-5b1f"  # the rulebook's NODEGUARD_EDA_TOKEN: the key of the BMCs' tokens, never sent by a BMC
+KEY = "rulebook-key-5b1f"  # the rulebook's NODEGUARD_BMC_TOKEN_KEY: the key of the BMCs' tokens, never sent by a BMC
 W1 = {"system": "/redfish/v1/Systems/ng-worker1", "node": "ng-worker1"}
 W2 = {"system": "/redfish/v1/Systems/1", "node": "ng-worker2"}
 W3 = {"system": "/redfish/v1/Systems/1", "node": "ng-worker3"}  # same system path, another BMC
@@ -44,7 +44,7 @@ def mapped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
     def load(entries=(W1, W2, W3)):
         monkeypatch.setenv("NODEGUARD_POWER_EVENT_VARS", str(write_mapping(tmp_path / "vars.yml", entries if isinstance(entries, str) else list(entries))))
-        monkeypatch.setenv("NODEGUARD_EDA_TOKEN", KEY)
+        monkeypatch.setenv("NODEGUARD_BMC_TOKEN_KEY", KEY)
         return runpy.run_path(str(FILTER))["main"]
 
     return load
@@ -166,8 +166,8 @@ def test_no_endpoint_is_refused(mapped) -> None:
 
 def test_no_key_refuses_every_event(mapped, monkeypatch: pytest.MonkeyPatch) -> None:
     main = mapped()
-    monkeypatch.delenv("NODEGUARD_EDA_TOKEN")
-    assert "NODEGUARD_EDA_TOKEN (the key of the BMCs' tokens) is not set" in refused(main(event(record())))
+    monkeypatch.delenv("NODEGUARD_BMC_TOKEN_KEY")
+    assert "NODEGUARD_BMC_TOKEN_KEY (the key of the BMCs' tokens) is not set" in refused(main(event(record())))
 
 
 def test_a_node_mapped_to_two_systems_is_unusable(mapped) -> None:
@@ -406,6 +406,6 @@ def test_no_vars_file_refuses_every_event(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_the_shipped_vars_file_maps_nothing_and_loads(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NODEGUARD_POWER_EVENT_VARS", str(REPO / "extensions" / "eda" / "vars" / "power-events.yml"))
-    monkeypatch.setenv("NODEGUARD_EDA_TOKEN", KEY)
+    monkeypatch.setenv("NODEGUARD_BMC_TOKEN_KEY", KEY)
     main = runpy.run_path(str(FILTER))["main"]
     assert "does not end with a mapped node (unknown BMC)" in refused(main(event(record())))

@@ -358,7 +358,7 @@ def run_playbook(tmp_path, bmc, **extra):
         "ng-cp1": {},
     }}}
     (tmp_path / "inventory.json").write_text(json.dumps(inventory))
-    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), NODEGUARD_EDA_TOKEN=TOKEN, ANSIBLE_LOCALHOST_WARNING="0",
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), NODEGUARD_BMC_TOKEN_KEY=TOKEN, ANSIBLE_LOCALHOST_WARNING="0",
                ANSIBLE_PYTHON_INTERPRETER=str(REPO / ".venv" / "bin" / "python"))
     extra = dict({"power_event_subscriptions_destination": DEST}, **extra)
     done = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),

@@ -77,8 +77,15 @@ options:
     default: NODEGUARD_POWER_EVENT_VARS
   token_env:
     description:
-      - Environment variable that holds the key the per-BMC tokens are made with. Unset or empty -> every event is
-        refused.
+      - Environment variable that holds the key the per-BMC tokens are made with, a secret of its own. Unset or empty,
+        or the same value as O(webhook_token_env) -> every event is refused.
+    type: str
+    default: NODEGUARD_BMC_TOKEN_KEY
+  webhook_token_env:
+    description:
+      - Environment variable of the bearer token Alertmanager sends to the node-failover rulebook. When it holds the
+        same value as O(token_env), every event is refused (values not shown): whoever can read Alertmanager's
+        configuration could make every BMC's token. Unset, nothing is compared.
     type: str
     default: NODEGUARD_EDA_TOKEN
 """
@@ -90,7 +97,7 @@ EXAMPLES = r"""
   filters:
     - nodeguard.failover.redfish_power_events:
         vars_file_env: NODEGUARD_POWER_EVENT_VARS
-        token_env: NODEGUARD_EDA_TOKEN
+        token_env: NODEGUARD_BMC_TOKEN_KEY
 """
 
 
@@ -294,14 +301,34 @@ def _sender(event: dict, mapping: dict[str, str], key: str) -> tuple[str, str]:
     return node, ""
 
 
-def main(event: dict[str, Any], vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS", token_env: str = "NODEGUARD_EDA_TOKEN") -> list[dict[str, Any]]:
+def _token_key(token_env: str, webhook_token_env: str) -> tuple[str, str]:
+    """(the key of the BMCs' tokens, "") or ("", why not). The key is a secret of its own: the same value as the
+    webhook's bearer token, which Alertmanager's configuration holds, would let whoever reads it make every BMC's token."""
+    key = os.environ.get(token_env, "")
+    if not key:
+        return "", f"environment variable {token_env} (the key of the BMCs' tokens) is not set: it is a secret of its own, not {webhook_token_env}"
+    if hmac.compare_digest(key.encode(), os.environ.get(webhook_token_env, "").encode()):
+        return "", (
+            f"environment variable {token_env} is the same as {webhook_token_env} (Alertmanager's bearer token), so whoever "
+            "reads Alertmanager's configuration could make every BMC's token: give the key a value of its own and subscribe "
+            "the BMCs again (power_event_subscriptions_force=true), values not shown"
+        )
+    return key, ""
+
+
+def main(
+    event: dict[str, Any],
+    vars_file_env: str = "NODEGUARD_POWER_EVENT_VARS",
+    token_env: str = "NODEGUARD_BMC_TOKEN_KEY",
+    webhook_token_env: str = "NODEGUARD_EDA_TOKEN",
+) -> list[dict[str, Any]]:
     """Return one checked power event per record of a Redfish Event payload, or refusal events."""
     mapping, problem = _mapping_for(vars_file_env)
     if problem:
         return [refusal(f"the BMC mapping is unusable: {problem}")]
-    key = os.environ.get(token_env, "")
-    if not key:
-        return [refusal(f"environment variable {token_env} (the key of the BMCs' tokens) is not set")]
+    key, problem = _token_key(token_env, webhook_token_env)
+    if problem:
+        return [refusal(problem)]
     node, why = _sender(event, mapping, key)
     if why:
         return [refusal(why)]

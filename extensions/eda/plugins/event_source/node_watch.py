@@ -16,6 +16,12 @@ the Lease's timestamp with our clock), an id and ``source: node_watch``. Nothing
 
 The storm rule is node-outage's own (incident/safety.check_storm, option max_unhealthy: a count or a share of all
 nodes): a node-down while more nodes are unhealthy than max_unhealthy allows is emitted with ``refused: storm``.
+Only nodes that have reported a Ready condition are counted: nodes still registering would otherwise make one
+dead node look like a storm.
+
+A node that stays down and has no out-of-service taint is reported again every ``rereport_interval`` seconds (on
+this process's monotonic clock), its storm rule decided again: a run that failed for a transient reason, or a node
+refused while a storm lasted, is not left down for good.
 
 Like bmc_power_poll, the source imports the collection's Python code (``ansible_collections.nodeguard.failover``)
 from the collections path it is installed in: run it by FQCN, ``nodeguard.failover.node_watch``.
@@ -42,8 +48,12 @@ description:
   - Emits C(nodeguard_node_event) with keys node, state (down or up), ready (True, False or Unknown), lease
     (renewing, silent or unknown), event_id and source (node_watch). A node-down while more nodes are unhealthy
     than I(max_unhealthy) allows also has refused (storm), nodes_down, nodes_total, allowed and down_nodes.
-  - At start (and after a relist) every node that is already down is reported once; a node is reported up only
+  - At start (and after a relist) every node that is already down is reported; a node is reported up only
     after it was reported down.
+  - A node that stays down without the out-of-service taint (no run has acted on it) is reported down again every
+    I(rereport_interval) seconds, its storm rule decided again.
+  - The storm rule counts only nodes that have reported a Ready condition (a node still registering is neither
+    healthy nor down).
   - Needs the collection installed in a collections path and the kubernetes Python client.
 options:
   kubeconfig:
@@ -60,6 +70,12 @@ options:
     default: "40%"
   watch_timeout:
     description: Seconds one watch request lasts before the server ends it and the source resumes (30 to 3600).
+    type: int
+    default: 300
+  rereport_interval:
+    description:
+      - Seconds between two reports of a node that stays down and untainted (60 to 86400). Longer than one
+        node-outage run (its proof timeout and its steps), so a node is not reported again while its run goes on.
     type: int
     default: 300
 """
@@ -81,6 +97,7 @@ ARGS_SCHEMA: dict[str, Any] = {
         "context": {"type": ["string", "null"], "maxLength": 253},
         "max_unhealthy": {"type": ["string", "integer"], "pattern": r"^\s*\d+\s*%?\s*$", "minimum": 0, "default": "40%"},
         "watch_timeout": {"type": "integer", "minimum": 30, "maximum": 3600, "default": 300},
+        "rereport_interval": {"type": "integer", "minimum": 60, "maximum": 86400, "default": 300},
     },
 }
 
@@ -89,6 +106,7 @@ logger = logging.getLogger("nodeguard.failover.node_watch")
 LEASE_NAMESPACE = "kube-node-lease"
 READY_STATES = ("True", "False", "Unknown")
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
+RECHECK_SECONDS = 5.0  # how often the event loop looks for nodes due to be reported again when nothing else happens
 
 
 # extensions/eda/plugins/collection_code.py, loaded by its path: ansible-rulebook runs this file by path, not as a package
@@ -199,12 +217,14 @@ class Watch:
 class Tracker:
     """What the source knows of the cluster, and the events it decides on. Runs in the event loop only."""
 
-    def __init__(self, api: dict, max_unhealthy: str, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, api: dict, max_unhealthy: str, clock: Callable[[], float] = time.monotonic, rereport_seconds: float = 300):
         self.api = api
         self.max_unhealthy = max_unhealthy
         self.clock = clock
+        self.rereport_seconds = rereport_seconds
         self.nodes: dict[str, dict] = {}  # checked name -> the Node object
         self.down: set[str] = set()  # nodes reported down (or refused as a storm) and not up since
+        self.reported: dict[str, float] = {}  # node in down -> when it was last reported (our monotonic clock)
         self.leases: dict[str, dict] = {}  # node name -> {"renew", "changed" (monotonic or None), "since", "duration"}
 
     def handle(self, kind: str, change: str, obj: Any) -> list[dict]:
@@ -225,6 +245,7 @@ class Tracker:
                 if name:
                     self.nodes[name] = node
             self.down &= set(self.nodes)  # a node deleted while we did not watch is forgotten
+            self.reported = {name: at for name, at in self.reported.items() if name in self.down}
             return [e for e in (self._decide(name) for name in sorted(self.nodes)) if e]
         name = self._name(obj)
         if not name:
@@ -232,6 +253,7 @@ class Tracker:
         if change == "DELETED":
             self.nodes.pop(name, None)
             self.down.discard(name)
+            self.reported.pop(name, None)
             logger.info("node_watch: %s deleted", name)
             return []
         self.nodes[name] = obj
@@ -284,30 +306,55 @@ class Tracker:
             if name not in self.down:
                 return None
             self.down.discard(name)
+            self.reported.pop(name, None)
             logger.info("node_watch: %s is Ready again: node-up", name)
             return self._event(name, "up", ready)
         if name in self.down:
             return None
         self.down.add(name)
+        return self._report_down(name, ready, "node-down")
+
+    def still_down(self) -> list[dict]:
+        """node-down again for each node reported down at least rereport_seconds ago that is still not Ready and has
+        no out-of-service taint (no run acted on it), its storm rule decided again."""
+        now, found = self.clock(), []
+        for name in sorted(self.down):
+            node = self.nodes.get(name)
+            if node is None or now - self.reported.get(name, now) < self.rereport_seconds:
+                continue
+            ready = self.api["nodes"].ready_status(node)
+            if ready not in ("False", "Unknown") or self.api["nodes"].has_out_of_service_taint(node):
+                continue
+            found.append(self._report_down(name, ready, f"node-down again (down and untainted {self.rereport_seconds:.0f} s after the last report)"))
+        return found
+
+    def _report_down(self, name: str, ready: str, what: str) -> dict:
+        self.reported[name] = self.clock()
         try:
-            self.api["safety"].check_storm(list(self.nodes.values()), self.max_unhealthy)
+            self.api["safety"].check_storm(self._counted(), self.max_unhealthy)
         except self.api["RefusedError"] as e:
             if e.rule != "storm":
                 raise
             return self._storm(name, ready)
-        logger.info("node_watch: %s is Ready=%s: node-down", name, ready)
+        logger.info("node_watch: %s is Ready=%s: %s", name, ready, what)
         return self._event(name, "down", ready)
+
+    def _counted(self) -> list[dict]:
+        """The nodes the storm rule counts: those that have reported a Ready condition (one still registering is
+        neither healthy nor down)."""
+        return [node for node in self.nodes.values() if self.api["nodes"].ready_condition(node) is not None]
 
     def _storm(self, name: str, ready: str) -> dict:
         is_ready = self.api["nodes"].is_ready
-        down_nodes = sorted(n for n, node in self.nodes.items() if not is_ready(node))
-        allowed = self.api["safety"].allowed_unhealthy(self.max_unhealthy, len(self.nodes))
+        counted = {n: node for n, node in self.nodes.items() if self.api["nodes"].ready_condition(node) is not None}
+        down_nodes = sorted(n for n, node in counted.items() if not is_ready(node))
+        allowed = self.api["safety"].allowed_unhealthy(self.max_unhealthy, len(counted))
         logger.warning(
             "node_watch: %s is Ready=%s, but %d of %d nodes are down, more than max_unhealthy=%s allows (%d): storm",
             name,
             ready,
             len(down_nodes),
-            len(self.nodes),
+            len(counted),
             self.max_unhealthy,
             allowed,
         )
@@ -315,7 +362,7 @@ class Tracker:
         event["nodeguard_node_event"].update(
             refused="storm",
             nodes_down=len(down_nodes),
-            nodes_total=len(self.nodes),
+            nodes_total=len(counted),
             allowed=allowed,
             down_nodes=down_nodes,
         )
@@ -397,12 +444,16 @@ async def main(queue: Any, args: dict[str, Any]) -> None:
     ]
     for watch in watches:
         threading.Thread(target=watch.run, args=(stop,), name=f"node_watch-{watch.kind}", daemon=True).start()
-    tracker = Tracker(api, config["max_unhealthy"])
+    tracker = Tracker(api, config["max_unhealthy"], rereport_seconds=config["rereport_interval"])
     logger.info("node_watch: watching Nodes and Leases (max_unhealthy=%s)", config["max_unhealthy"])
     try:
         while True:
-            kind, change, obj = await inbox.get()
-            for event in tracker.handle(kind, change, obj):
+            try:
+                kind, change, obj = await asyncio.wait_for(inbox.get(), timeout=RECHECK_SECONDS)
+                found = tracker.handle(kind, change, obj)
+            except asyncio.TimeoutError:  # noqa: UP041 - ansible-rulebook may run on Python < 3.11; nothing changed meanwhile
+                found = []
+            for event in found + tracker.still_down():
                 await queue.put(event)
     finally:
         stop.set()  # each thread ends after its current watch request (a daemon: it never holds the process)
