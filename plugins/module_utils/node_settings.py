@@ -16,6 +16,8 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.distributions i
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import listed
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file
+from ansible_collections.nodeguard.failover.plugins.module_utils.kubelet_process import flag_files, read_kubelet
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import KUBELET_ENVIRONMENT
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet, rancher, rke1, static_pod
 
@@ -94,6 +96,7 @@ class Reader:
         self.settings = {"kubelet": {}, "kube_controller_manager": {}, "kube_controller_manager_feature_gates": {},
                          "kube_apiserver": {}}
         self.control_plane = False
+        self.kubelet_arg_files = []  # RKE2/k3s config files whose kubelet-arg become kubelet flags
         self.kubernetes_version = ""  # what the kube-apiserver static pod's image tag names (kubeadm)
 
     def document(self, path: str, required: bool = False):
@@ -148,6 +151,7 @@ def read_rancher(reader: Reader, paths: Paths, distribution: str) -> None:
     # Only *.yaml, in name order: what RKE2 and k3s read.
     candidates += sorted(glob.glob(os.path.join(directory, "config.yaml.d", "*.yaml")))
     documents = [(path, doc) for path in candidates for doc in [reader.document(path)] if doc is not None]
+    reader.kubelet_arg_files = [path for path, _doc in documents]
     effective = rancher.merge_files(documents)
     reader.component_flags(effective.get("kube-controller-manager-arg", {}), effective.get("kube-apiserver-arg", {}),
                            directory)
@@ -178,12 +182,30 @@ def read_sysctls(names: list) -> dict:
     return values
 
 
+def read_running_kubelet(reader: Reader, paths: Paths, distribution: str) -> dict:
+    """The running kubelet (its unit's process under ``root``/proc) and the flags that override its config file.
+
+    Its failover flags go into the kubelet settings (flags override the config file), its environment (HTTP/2
+    health check names only) into settings.kubelet_environment. RKE1 runs the kubelet in a container of its own:
+    nothing to read on the config host."""
+    table = layout(distribution)
+    units = tuple(dict.fromkeys(unit for unit in (table.server_service, table.agent_service) if unit))
+    if not units:
+        return {"pid": None, "flags": {}, "environment": {}, "overrides": []}
+    found = read_kubelet(paths.under("/proc"), units, flag_files(paths.under, units, reader.kubelet_arg_files))
+    reader.settings["kubelet"].update(kubelet.flags_to_settings({name: [value] for name, value in found["flags"].items()}))
+    if found["pid"] is not None:
+        reader.settings[KUBELET_ENVIRONMENT] = found["environment"]
+    return found
+
+
 def read_node(params: dict) -> dict:
     """What the module returns: the distribution, the role, the settings in profile shape, the files read."""
     paths = Paths(params)
     distribution = detect(paths, params["distribution"])
     reader = Reader()
     READERS[layout(distribution).config_format](reader, paths, distribution)
+    running = read_running_kubelet(reader, paths, distribution)
     settings = dict(reader.settings, sysctl=read_sysctls(params["sysctls"]))
     return {
         "changed": False,
@@ -193,4 +215,6 @@ def read_node(params: dict) -> dict:
         "kubernetes_version": reader.kubernetes_version,
         "files": reader.files,
         "missing": reader.missing,
+        "kubelet_process": {"pid": running["pid"], "flags": running["flags"], "environment": running["environment"]},
+        "overrides": running["overrides"],
     }
