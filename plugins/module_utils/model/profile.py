@@ -23,7 +23,12 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.render im
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import predict_timeline
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import KUBELET_ENVIRONMENT, apply_overrides, read_settings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import (
+    KUBELET_ENVIRONMENT,
+    apply_overrides,
+    kubernetes_defaults,
+    read_settings,
+)
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version, version_facts
 
 DISTRIBUTIONS = NAMES
@@ -87,6 +92,13 @@ def _as_list(pairs) -> list:
     return [{"rule": rule, "message": message} for rule, message in pairs]
 
 
+def _violations(broken, version, node_count, limits) -> list:
+    """Broken rules as dicts; ``upstream_default`` when Kubernetes' own defaults of this version break the rule with the
+    same values (the same message): upstream's choice, which the audit reports by its effect (model/risks.py)."""
+    upstream = rules.check(kubernetes_defaults(version), version, node_count, limits)
+    return [dict(entry, upstream_default=(entry["rule"], entry["message"]) in upstream) for entry in _as_list(broken)]
+
+
 def _describe(timings, version, node_count, limits, distribution, kubelet_environment) -> dict:
     """``kubelet_environment``: what the kubelet runs with (a profile: the one it applies; an audit: what was read)."""
     remediation = remediation_settings(timings, version)
@@ -137,7 +149,7 @@ def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, o
         profile["rke1_kubelet_settings"] = rke1_kubelet_settings(settings, version)
     profile.update(_describe(timings, version, node_count, limits, distribution,
                              rules.kubelet_http2_environment(timings)))
-    profile["violations"] = _as_list(broken)
+    profile["violations"] = _violations(broken, version, node_count, limits)
     profile["overrides"] = sorted(overrides) if isinstance(overrides, dict) else []
     return profile
 
@@ -151,6 +163,7 @@ def audit_timeline(current_settings, facts, network_rtt_ms=None, heartbeat_budge
     # The kubelet's environment as failover_node_info read it from the running kubelet (None: not read).
     profile.update(_describe(timings, version, node_count, limits, distribution,
                              (current_settings or {}).get(KUBELET_ENVIRONMENT)))
-    profile["violations"] = _as_list(problems + rules.check(timings, version, node_count, limits))
+    profile["violations"] = _violations(problems + rules.check(timings, version, node_count, limits), version,
+                                        node_count, limits)
     profile["defaults_used"] = defaults_used
     return profile
