@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import rollback_plan
-from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, report
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, ownership, report
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import risks as risk_rules
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
@@ -139,6 +139,21 @@ def failover_audit_report(timeline, kubernetes_default=None, facts=None, risks=N
         raise AnsibleFilterError(f"failover_audit_report: unreadable input ({error!r})") from error
 
 
+def failover_plan_checks(node_infos, profile):
+    if not isinstance(node_infos, dict) or not isinstance(profile, dict):
+        raise AnsibleFilterError("failover_plan_checks: expected host -> failover_node_info result, and the profile")
+    try:
+        return ownership.plan_checks(node_infos, profile)
+    except (AttributeError, KeyError, TypeError) as error:
+        raise AnsibleFilterError(f"failover_plan_checks: unreadable input ({error!r})") from error
+
+
+def failover_managed_control_plane(nodes):
+    if not isinstance(nodes, list):
+        raise AnsibleFilterError(f"failover_managed_control_plane: expected a list of Node objects, got {nodes!r}")
+    return ownership.managed_control_plane(nodes)
+
+
 class FilterModule:
     """nodeguard.failover failover model filters."""
 
@@ -153,6 +168,8 @@ class FilterModule:
             "failover_audit_risks": failover_audit_risks,
             "failover_audit_report": failover_audit_report,
             "failover_audit_disagreements": failover_audit_disagreements,
+            "failover_plan_checks": failover_plan_checks,
+            "failover_managed_control_plane": failover_managed_control_plane,
             "failover_rollback_plan": failover_rollback_plan,
             "failover_processes_with_flags": failover_processes_with_flags,
         }

@@ -24,10 +24,13 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.rules imp
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet
 
 ENVIRONMENT_NAMES = tuple(HTTP2_DEFAULTS)
+# kubespray's kubelet environment file: its kubelet.service reads EnvironmentFile=-{{ kube_config_dir }}/kubelet.env
+# (roles/kubernetes/node/templates/kubelet.service.j2, kube_config_dir /etc/kubernetes). A node that has it was set up,
+# and will be set up again, by kubespray.
+KUBESPRAY_ENV = "/etc/kubernetes/kubelet.env"
 # Files whose lines become kubelet flags (kubeadm "Configuring each kubelet in your cluster using kubeadm", the
-# kubelet drop-in file for systemd; kubespray roles/kubernetes/node: kubelet.env).
-FLAG_FILES = ("/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet",
-              "/etc/kubernetes/kubelet.env")
+# kubelet drop-in file for systemd; kubespray's kubelet.env).
+FLAG_FILES = ("/var/lib/kubelet/kubeadm-flags.env", "/etc/default/kubelet", "/etc/sysconfig/kubelet", KUBESPRAY_ENV)
 UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system")
 # The kubelet flags that set a failover field of the config file (renderers/kubelet.py). --feature-gates is not one:
 # the kubelet merges the flag's gates into the config file's, gate by gate, so the flag replaces no tuned value.

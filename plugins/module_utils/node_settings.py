@@ -16,7 +16,7 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.distributions i
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import listed
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file
-from ansible_collections.nodeguard.failover.plugins.module_utils.kubelet_process import flag_files, read_kubelet
+from ansible_collections.nodeguard.failover.plugins.module_utils.kubelet_process import KUBESPRAY_ENV, flag_files, read_kubelet
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import KUBELET_ENVIRONMENT
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet, rancher, rke1, static_pod
@@ -217,4 +217,5 @@ def read_node(params: dict) -> dict:
         "missing": reader.missing,
         "kubelet_process": {"pid": running["pid"], "flags": running["flags"], "environment": running["environment"]},
         "overrides": running["overrides"],
+        "kubespray": os.path.isfile(paths.under(KUBESPRAY_ENV)),
     }

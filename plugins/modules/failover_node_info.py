@@ -149,6 +149,12 @@ overrides:
   sample:
     - {setting: nodeStatusUpdateFrequency, flag: --node-status-update-frequency, value: 10s,
        source: "/etc/default/kubelet:1"}
+kubespray:
+  description:
+    - True when kubespray set this node up (its kubelet environment file C(/etc/kubernetes/kubelet.env) exists):
+      kubespray's next run writes its own values back (docs/distributions.md names its variables).
+  returned: success
+  type: bool
 missing:
   description: Files the distribution may have that are absent on this host (for example no kubelet config on a
     control plane node without a kubelet).

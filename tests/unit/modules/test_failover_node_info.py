@@ -246,3 +246,31 @@ def test_k3s_runs_the_kubelet_inside_the_k3s_process(tmp_path, run_module):
     process(root, 310, ["containerd"], {}, "k3s", parent=300)
     result = run_module(failover_node_info, {"root": str(root), "distribution": "k3s"})
     assert result["kubelet_process"] == {"pid": 300, "flags": {}, "environment": {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5"}}
+
+
+# kubespray's kubelet.env (roles/kubernetes/node/templates/kubelet.env.v1beta1.j2 renders KUBELET_ARGS with
+# --node-status-update-frequency={{ kubelet_status_update_frequency }} on older releases; kubelet.service reads it).
+KUBESPRAY_KUBELET_ENV = """\
+KUBE_LOGTOSTDERR="--logtostderr=true"
+KUBE_LOG_LEVEL="--v=2"
+KUBELET_ADDRESS="--node-ip=10.0.0.21"
+KUBELET_HOSTNAME="--hostname-override=node1"
+KUBELET_ARGS="--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \\
+--config=/etc/kubernetes/kubelet-config.yaml \\
+--kubeconfig=/etc/kubernetes/kubelet.conf \\
+--node-status-update-frequency=10s \\
+--runtime-cgroups=/system.slice/containerd.service"
+"""
+
+
+def test_a_kubespray_node_says_so_and_its_kubelet_env_flags_are_overrides(run_module, kubeadm_node):
+    (kubeadm_node / "etc/default/kubelet").unlink()
+    put(kubeadm_node, "/etc/kubernetes/kubelet.env", KUBESPRAY_KUBELET_ENV)
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert result["kubespray"] is True
+    assert result["overrides"] == [{"setting": "nodeStatusUpdateFrequency", "flag": "--node-status-update-frequency",
+                                    "value": "10s", "source": f"{kubeadm_node}/etc/kubernetes/kubelet.env:8"}]
+
+
+def test_a_plain_kubeadm_node_is_not_kubespray(run_module, kubeadm_root):
+    assert run_module(failover_node_info, {"root": str(kubeadm_root)})["kubespray"] is False
