@@ -151,8 +151,8 @@ overrides:
        source: "/etc/default/kubelet:1"}
 kubespray:
   description:
-    - True when kubespray set this node up (its kubelet environment file C(/etc/kubernetes/kubelet.env) exists):
-      kubespray's next run writes its own values back (docs/distributions.md names its variables).
+    - True when kubespray set this node up (its kubelet environment file C(/etc/kubernetes/kubelet.env) exists).
+      kubespray's next run writes its own values back; docs/distributions.md names its variables.
   returned: success
   type: bool
 missing:
