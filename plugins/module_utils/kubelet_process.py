@@ -144,8 +144,9 @@ def overrides_in_files(paths: list) -> list:
 
 
 def read_kubelet(proc: str, units: tuple, files: list) -> dict:
-    """The running kubelet and the overrides: {pid, flags, environment, overrides}.
+    """The running kubelet and the overrides: {pid, flags, config, environment, overrides}.
 
+    ``config`` is the config file the running kubelet reads (its ``--config``; "" when it has none).
     ``flags`` are the failover flags of the running kubelet's command line (last value wins, as in the kubelet);
     ``overrides`` every failover flag that the command line or ``files`` set, with where it is set: the file and
     line when a file sets it, else ``/proc/<pid>/cmdline``.
@@ -160,4 +161,5 @@ def read_kubelet(proc: str, units: tuple, files: list) -> dict:
             overrides.append({"setting": kubelet.FLAG_FIELDS[name], "flag": "--" + name, "value": values[-1],
                               "source": f"{os.path.join(proc, pid, 'cmdline')}"})
     return {"pid": int(pid) if pid else None, "flags": {name: values[-1] for name, values in flags.items()},
+            "config": (running.get("config") or [""])[-1] or "",
             "environment": environment(proc, pid) if pid else {}, "overrides": overrides}

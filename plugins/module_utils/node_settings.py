@@ -35,6 +35,7 @@ class Paths:
         kubeadm = layout("kubeadm")
         self.manifests_dir = params["manifests_dir"] or under(kubeadm.manifests_dir)
         self.kubelet_config = params["kubelet_config"] or under(kubeadm.kubelet_config)
+        self.kubelet_config_given = bool(params["kubelet_config"])
         self.rke1_cluster_config = params["rke1_cluster_config"]
         self.rancher_config_dir = params["rancher_config_dir"]
 
@@ -191,8 +192,14 @@ def read_running_kubelet(reader: Reader, paths: Paths, distribution: str) -> dic
     table = layout(distribution)
     units = tuple(dict.fromkeys(unit for unit in (table.server_service, table.agent_service) if unit))
     if not units:
-        return {"pid": None, "flags": {}, "environment": {}, "overrides": []}
+        return {"pid": None, "flags": {}, "config": "", "environment": {}, "overrides": []}
     found = read_kubelet(paths.under("/proc"), units, flag_files(paths.under, units, reader.kubelet_arg_files))
+    running_config = paths.under(found["config"]) if found["config"] else ""
+    if table.kubelet_config and not paths.kubelet_config_given and running_config not in ("", paths.kubelet_config):
+        # The kubelet reads another config file than the distribution's (kubespray: /etc/kubernetes/kubelet-config.yaml):
+        # its settings are that file's.
+        reader.settings["kubelet"] = {}
+        reader.kubelet_file(running_config)
     reader.settings["kubelet"].update(kubelet.flags_to_settings({name: [value] for name, value in found["flags"].items()}))
     if found["pid"] is not None:
         reader.settings[KUBELET_ENVIRONMENT] = found["environment"]
@@ -215,7 +222,8 @@ def read_node(params: dict) -> dict:
         "kubernetes_version": reader.kubernetes_version,
         "files": reader.files,
         "missing": reader.missing,
-        "kubelet_process": {"pid": running["pid"], "flags": running["flags"], "environment": running["environment"]},
+        "kubelet_process": {"pid": running["pid"], "flags": running["flags"], "config": running["config"],
+                            "environment": running["environment"]},
         "overrides": running["overrides"],
         "kubespray": os.path.isfile(paths.under(KUBESPRAY_ENV)),
     }

@@ -132,12 +132,15 @@ files:
 kubelet_process:
   description:
     - The running kubelet; C(pid) null when none runs (or on an RKE1 config host). C(flags) are its failover flags,
-      C(environment) only the HTTP/2 health check names it runs with (also in C(settings.kubelet_environment)).
+      C(config) the config file it reads (its C(--config), empty without one; when it is not the distribution's
+      and O(kubelet_config) is not given, the kubelet settings are read from it), C(environment) only the HTTP/2
+      health check names it runs with (also in C(settings.kubelet_environment)).
   returned: success
   type: dict
   sample:
     pid: 4242
     flags: {node-status-update-frequency: 10s}
+    config: /var/lib/kubelet/config.yaml
     environment: {HTTP2_READ_IDLE_TIMEOUT_SECONDS: "1", HTTP2_PING_TIMEOUT_SECONDS: "1"}
 overrides:
   description:

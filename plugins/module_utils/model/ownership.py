@@ -3,7 +3,8 @@
 """Who else owns the settings a profile tunes: the plan's refusals and notes before anything is written.
 
 - kubelet flags (command line, KUBELET_EXTRA_ARGS files, systemd drop-ins, RKE2/k3s kubelet-arg) override the
-  config file tune-failover writes: refused, naming the file and line (failover_node_info ``overrides``);
+  config file tune-failover writes: refused, naming the file and line (failover_node_info ``overrides``); so is a
+  kubelet that reads another config file (``--config``, kubespray's /etc/kubernetes/kubelet-config.yaml);
 - kubespray writes the same settings from its inventory variables on its next run: the plan names the variables
   and the values that keep the tuning (docs/distributions.md);
 - a managed control plane (EKS, GKE, AKS) has no controller-manager or API server flags anyone can set: refused.
@@ -13,6 +14,8 @@ Pure: reads what failover_node_info returned per host, the profile, and Node obj
 
 from __future__ import annotations
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import NAMES as DISTRIBUTION_NAMES
+from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.durations import parse_duration
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, CONTROLLER_MANAGER, KUBELET
@@ -65,6 +68,24 @@ def override_refusal(node_infos, profile) -> str:
     return ("kubelet flags override settings this profile tunes: a flag wins over the kubelet config file "
             "tune-failover writes, so the tune would not apply. " + "; ".join(found) + ". Remove the flag (kubeadm: "
             "from KUBELET_EXTRA_ARGS; RKE2/k3s: from kubelet-arg) and run again. Nothing was changed.")
+
+
+def config_refusal(node_infos) -> str:
+    """The refusal when a running kubelet reads another config file than the one tune-failover writes; "" otherwise."""
+    found = []
+    for host, info in sorted((node_infos or {}).items()):
+        info = info or {}
+        config = (info.get("kubelet_process") or {}).get("config") or ""
+        if not config or info.get("distribution") not in DISTRIBUTION_NAMES:
+            continue
+        expected = distribution(info["distribution"]).kubelet_config
+        if expected and config != expected:
+            found.append(f"{host}: the running kubelet reads --config={config}, tune-failover writes {expected}")
+    if not found:
+        return ""
+    return ("the kubelet reads another config file than the one tune-failover writes, so the tune would not apply. "
+            + "; ".join(found) + ". Set the values where that file comes from (kubespray: its inventory variables, "
+            "docs/distributions.md), or point the kubelet at the distribution's file. Nothing was changed.")
 
 
 def _value(value):
@@ -123,4 +144,5 @@ def managed_control_plane(nodes) -> str:
 
 def plan_checks(node_infos, profile) -> dict:
     """What the plan refuses (``refusal``, "" when nothing) and prints (``notes``) once the nodes were read."""
-    return {"refusal": override_refusal(node_infos, profile), "notes": kubespray_note(node_infos, profile)}
+    refusal = " ".join(text for text in (config_refusal(node_infos), override_refusal(node_infos, profile)) if text)
+    return {"refusal": refusal, "notes": kubespray_note(node_infos, profile)}

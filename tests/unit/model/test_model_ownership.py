@@ -31,6 +31,19 @@ def test_plan_checks_refuse_overrides_and_name_kubespray_variables():
     assert checks["notes"][0].startswith("kubespray manages this cluster (w1: /etc/kubernetes/kubelet.env)")
 
 
+def test_a_kubelet_reading_another_config_file_is_refused():
+    kubespray = {"distribution": "kubeadm", "kubelet_process": {"config": "/etc/kubernetes/kubelet-config.yaml"}}
+    kubeadm = {"distribution": "kubeadm", "kubelet_process": {"config": "/var/lib/kubelet/config.yaml"}}
+    refusal = ownership.plan_checks({"w1": kubespray, "w2": kubeadm}, build_profile(FACTS, "fast"))["refusal"]
+    assert refusal.startswith("the kubelet reads another config file than the one tune-failover writes")
+    assert "w1: the running kubelet reads --config=/etc/kubernetes/kubelet-config.yaml, tune-failover writes " \
+           "/var/lib/kubelet/config.yaml" in refusal and "w2" not in refusal
+    # RKE2/k3s (a drop-in directory, no config file of the registry's) and no running kubelet: nothing to refuse.
+    rke2 = {"distribution": "rke2", "kubelet_process": {"config": "/var/lib/rancher/rke2/agent/etc/kubelet.conf"}}
+    assert ownership.config_refusal({"s1": rke2, "w3": {"distribution": "kubeadm", "kubelet_process": {"config": ""}},
+                                     "cfg": {"distribution": "rke1"}}) == ""
+
+
 def test_kubespray_variables_keep_the_tuning_on_its_next_run():
     assert ownership.kubespray_variables(build_profile(FACTS, "fast")) == {
         "kubelet_status_update_frequency": "10s",

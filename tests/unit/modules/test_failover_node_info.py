@@ -187,7 +187,7 @@ def test_kubeadm_reads_the_running_kubelets_environment_and_flags(run_module, ku
     result = run_module(failover_node_info, {"root": str(kubeadm_node)})
     assert not result["failed"], result
     assert result["kubelet_process"] == {
-        "pid": 4242, "flags": {"node-status-update-frequency": "10s"},
+        "pid": 4242, "flags": {"node-status-update-frequency": "10s"}, "config": "/var/lib/kubelet/config.yaml",
         "environment": {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1", "HTTP2_PING_TIMEOUT_SECONDS": "1"}}
     assert result["settings"]["kubelet_environment"] == result["kubelet_process"]["environment"]
     # The flag wins over the config file, as in the kubelet.
@@ -218,7 +218,7 @@ def test_a_flag_in_a_file_is_an_override_before_the_kubelet_restarts(run_module,
 
 def test_no_running_kubelet_reads_no_environment(run_module, kubeadm_root):
     result = run_module(failover_node_info, {"root": str(kubeadm_root)})
-    assert result["kubelet_process"] == {"pid": None, "flags": {}, "environment": {}}
+    assert result["kubelet_process"] == {"pid": None, "flags": {}, "config": "", "environment": {}}
     assert "kubelet_environment" not in result["settings"] and result["overrides"] == []
 
 
@@ -245,11 +245,13 @@ def test_k3s_runs_the_kubelet_inside_the_k3s_process(tmp_path, run_module):
     process(root, 300, ["/usr/local/bin/k3s", "server"], {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5"}, "k3s")
     process(root, 310, ["containerd"], {}, "k3s", parent=300)
     result = run_module(failover_node_info, {"root": str(root), "distribution": "k3s"})
-    assert result["kubelet_process"] == {"pid": 300, "flags": {}, "environment": {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5"}}
+    assert result["kubelet_process"] == {"pid": 300, "flags": {}, "config": "",
+                                         "environment": {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5"}}
 
 
-# kubespray's kubelet.env (roles/kubernetes/node/templates/kubelet.env.v1beta1.j2 renders KUBELET_ARGS with
-# --node-status-update-frequency={{ kubelet_status_update_frequency }} on older releases; kubelet.service reads it).
+# kubespray's kubelet.env, which its kubelet.service reads (roles/kubernetes/node/templates/kubelet.env.v1beta1.j2:
+# KUBELET_ARGS with --config={{ kube_config_dir }}/kubelet-config.yaml; older releases, kubelet.kubeadm.env.j2, also
+# put --node-status-update-frequency={{ kubelet_status_update_frequency }} there).
 KUBESPRAY_KUBELET_ENV = """\
 KUBE_LOGTOSTDERR="--logtostderr=true"
 KUBE_LOG_LEVEL="--v=2"
@@ -274,3 +276,18 @@ def test_a_kubespray_node_says_so_and_its_kubelet_env_flags_are_overrides(run_mo
 
 def test_a_plain_kubeadm_node_is_not_kubespray(run_module, kubeadm_root):
     assert run_module(failover_node_info, {"root": str(kubeadm_root)})["kubespray"] is False
+
+
+def test_a_kubelet_that_reads_another_config_file_is_audited_from_that_file(run_module, kubeadm_node):
+    """kubespray's kubelet reads /etc/kubernetes/kubelet-config.yaml, not kubeadm's /var/lib/kubelet/config.yaml."""
+    put(kubeadm_node, "/etc/kubernetes/kubelet.env", KUBESPRAY_KUBELET_ENV)
+    put(kubeadm_node, "/etc/kubernetes/kubelet-config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\nnodeStatusUpdateFrequency: 4s\nnodeLeaseDurationSeconds: 20\n")
+    (kubeadm_node / "etc/default/kubelet").unlink()
+    (kubeadm_node / "proc/4242/cmdline").write_text(
+        "/usr/local/bin/kubelet\0--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf\0"
+        "--config=/etc/kubernetes/kubelet-config.yaml\0--kubeconfig=/etc/kubernetes/kubelet.conf\0")
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert result["kubelet_process"]["config"] == "/etc/kubernetes/kubelet-config.yaml"
+    assert result["settings"]["kubelet"] == {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
+    assert result["files"][-1] == f"{kubeadm_node}/etc/kubernetes/kubelet-config.yaml"
