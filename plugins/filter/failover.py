@@ -13,7 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import distribution
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError, ProfileError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import rollback_plan
-from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, report
+from ansible_collections.nodeguard.failover.plugins.module_utils.model import applied, ownership, report
 from ansible_collections.nodeguard.failover.plugins.module_utils.model import risks as risk_rules
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
@@ -104,13 +104,13 @@ def failover_profile_drift(configmap, nodes, kubernetes_version):
 
 
 def failover_audit_risks(timeline, unaudited_hosts=None, nodes=None, node_hosts=None, endpoints=None,
-                         kubelet_servers=None, pods=None, max_examples=20, preset=None):
+                         kubelet_servers=None, pods=None, max_examples=20, preset=None, node_infos=None):
     if not isinstance(timeline, dict):
         raise AnsibleFilterError(f"failover_audit_risks: expected the failover_timeline of the cluster, got {timeline!r}")
     try:
         return risk_rules.audit_risks(
             timeline, unaudited_hosts or [], nodes or [], node_hosts or [], endpoints or [],
-            kubelet_servers or [], pods or [], int(max_examples), preset or DEFAULT_PRESET,
+            kubelet_servers or [], pods or [], int(max_examples), preset or DEFAULT_PRESET, node_infos or {},
         )
     except (KeyError, TypeError, ValueError) as error:
         raise AnsibleFilterError(f"failover_audit_risks: unreadable input ({error!r})") from error
@@ -126,17 +126,32 @@ def failover_audit_disagreements(nodes, node_hosts=None):
 
 
 def failover_audit_report(timeline, kubernetes_default=None, facts=None, risks=None, applied=None, disagreements=None,
-                          nodes=None, generated_at="", fail_on="none", path=""):
+                          nodes=None, generated_at="", fail_on="none", path="", ignore=None):
     for name, value in (("the input", timeline), ("kubernetes_default", kubernetes_default), ("facts", facts)):
         if not isinstance(value, dict):
             raise AnsibleFilterError(f"failover_audit_report: {name} must be a mapping, got {value!r}")
     try:
         return report.build(timeline, kubernetes_default, facts, risks or [], applied or None, disagreements or [],
-                            nodes or {}, str(generated_at or ""), str(fail_on or "none"), str(path or ""))
+                            nodes or {}, str(generated_at or ""), str(fail_on or "none"), str(path or ""), ignore)
     except ProfileError as error:
         raise AnsibleFilterError(str(error)) from error
     except (KeyError, TypeError, ValueError) as error:
         raise AnsibleFilterError(f"failover_audit_report: unreadable input ({error!r})") from error
+
+
+def failover_plan_checks(node_infos, profile):
+    if not isinstance(node_infos, dict) or not isinstance(profile, dict):
+        raise AnsibleFilterError("failover_plan_checks: expected host -> failover_node_info result, and the profile")
+    try:
+        return ownership.plan_checks(node_infos, profile)
+    except (AttributeError, KeyError, TypeError) as error:
+        raise AnsibleFilterError(f"failover_plan_checks: unreadable input ({error!r})") from error
+
+
+def failover_managed_control_plane(nodes):
+    if not isinstance(nodes, list):
+        raise AnsibleFilterError(f"failover_managed_control_plane: expected a list of Node objects, got {nodes!r}")
+    return ownership.managed_control_plane(nodes)
 
 
 class FilterModule:
@@ -153,6 +168,8 @@ class FilterModule:
             "failover_audit_risks": failover_audit_risks,
             "failover_audit_report": failover_audit_report,
             "failover_audit_disagreements": failover_audit_disagreements,
+            "failover_plan_checks": failover_plan_checks,
+            "failover_managed_control_plane": failover_managed_control_plane,
             "failover_rollback_plan": failover_rollback_plan,
             "failover_processes_with_flags": failover_processes_with_flags,
         }

@@ -16,6 +16,8 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.distributions i
 from ansible_collections.nodeguard.failover.plugins.module_utils.distributions import listed
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import FileEditError
 from ansible_collections.nodeguard.failover.plugins.module_utils.files import read_yaml_file
+from ansible_collections.nodeguard.failover.plugins.module_utils.kubelet_process import KUBESPRAY_ENV, flag_files, read_kubelet
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import KUBELET_ENVIRONMENT
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import flags as flaglib
 from ansible_collections.nodeguard.failover.plugins.module_utils.renderers import kubelet, rancher, rke1, static_pod
 
@@ -33,6 +35,7 @@ class Paths:
         kubeadm = layout("kubeadm")
         self.manifests_dir = params["manifests_dir"] or under(kubeadm.manifests_dir)
         self.kubelet_config = params["kubelet_config"] or under(kubeadm.kubelet_config)
+        self.kubelet_config_given = bool(params["kubelet_config"])
         self.rke1_cluster_config = params["rke1_cluster_config"]
         self.rancher_config_dir = params["rancher_config_dir"]
 
@@ -94,6 +97,7 @@ class Reader:
         self.settings = {"kubelet": {}, "kube_controller_manager": {}, "kube_controller_manager_feature_gates": {},
                          "kube_apiserver": {}}
         self.control_plane = False
+        self.kubelet_arg_files = []  # RKE2/k3s config files whose kubelet-arg become kubelet flags
         self.kubernetes_version = ""  # what the kube-apiserver static pod's image tag names (kubeadm)
 
     def document(self, path: str, required: bool = False):
@@ -148,6 +152,7 @@ def read_rancher(reader: Reader, paths: Paths, distribution: str) -> None:
     # Only *.yaml, in name order: what RKE2 and k3s read.
     candidates += sorted(glob.glob(os.path.join(directory, "config.yaml.d", "*.yaml")))
     documents = [(path, doc) for path in candidates for doc in [reader.document(path)] if doc is not None]
+    reader.kubelet_arg_files = [path for path, _doc in documents]
     effective = rancher.merge_files(documents)
     reader.component_flags(effective.get("kube-controller-manager-arg", {}), effective.get("kube-apiserver-arg", {}),
                            directory)
@@ -178,12 +183,36 @@ def read_sysctls(names: list) -> dict:
     return values
 
 
+def read_running_kubelet(reader: Reader, paths: Paths, distribution: str) -> dict:
+    """The running kubelet (its unit's process under ``root``/proc) and the flags that override its config file.
+
+    Its failover flags go into the kubelet settings (flags override the config file), its environment (HTTP/2
+    health check names only) into settings.kubelet_environment. RKE1 runs the kubelet in a container of its own:
+    nothing to read on the config host."""
+    table = layout(distribution)
+    units = tuple(dict.fromkeys(unit for unit in (table.server_service, table.agent_service) if unit))
+    if not units:
+        return {"pid": None, "flags": {}, "config": "", "environment": {}, "overrides": []}
+    found = read_kubelet(paths.under("/proc"), units, flag_files(paths.under, units, reader.kubelet_arg_files))
+    running_config = paths.under(found["config"]) if found["config"] else ""
+    if table.kubelet_config and not paths.kubelet_config_given and running_config not in ("", paths.kubelet_config):
+        # The kubelet reads another config file than the distribution's (kubespray: /etc/kubernetes/kubelet-config.yaml):
+        # its settings are that file's.
+        reader.settings["kubelet"] = {}
+        reader.kubelet_file(running_config)
+    reader.settings["kubelet"].update(kubelet.flags_to_settings({name: [value] for name, value in found["flags"].items()}))
+    if found["pid"] is not None:
+        reader.settings[KUBELET_ENVIRONMENT] = found["environment"]
+    return found
+
+
 def read_node(params: dict) -> dict:
     """What the module returns: the distribution, the role, the settings in profile shape, the files read."""
     paths = Paths(params)
     distribution = detect(paths, params["distribution"])
     reader = Reader()
     READERS[layout(distribution).config_format](reader, paths, distribution)
+    running = read_running_kubelet(reader, paths, distribution)
     settings = dict(reader.settings, sysctl=read_sysctls(params["sysctls"]))
     return {
         "changed": False,
@@ -193,4 +222,8 @@ def read_node(params: dict) -> dict:
         "kubernetes_version": reader.kubernetes_version,
         "files": reader.files,
         "missing": reader.missing,
+        "kubelet_process": {"pid": running["pid"], "flags": running["flags"], "config": running["config"],
+                            "environment": running["environment"]},
+        "overrides": running["overrides"],
+        "kubespray": os.path.isfile(paths.under(KUBESPRAY_ENV)),
     }

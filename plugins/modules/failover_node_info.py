@@ -16,6 +16,14 @@ description:
   - "RKE2 and k3s: C(config.yaml) then C(config.yaml.d/*.yaml) in O(rancher_config_dir), merged the way the
     distribution merges them (a later key replaces, C(key+) appends); kubelet fields also from a kubelet
     C(config) file or C(config-dir) named in C(kubelet-arg)."
+  - "The running kubelet: the process of its systemd unit (the one named C(kubelet); RKE2's kubelet child of rke2;
+    k3s's own process, which runs the kubelet inside) under C(/proc) of O(root). Its failover flags override the
+    config file and are returned as the kubelet settings; of its environment only C(HTTP2_READ_IDLE_TIMEOUT_SECONDS)
+    and C(HTTP2_PING_TIMEOUT_SECONDS) are read (no other value is returned: it may be a secret)."
+  - "Overrides: every failover flag of the kubelet's command line, or of a file that puts flags there (kubeadm's
+    C(/var/lib/kubelet/kubeadm-flags.env), C(/etc/default/kubelet), C(/etc/sysconfig/kubelet), kubespray's
+    C(/etc/kubernetes/kubelet.env), the kubelet unit and its systemd drop-ins, RKE2/k3s C(kubelet-arg)), with its
+    file and line."
   - Read-only; never changes anything. Fails with a clear message when the host does not look like the declared
     distribution, or like exactly one distribution when O(distribution=auto).
 author:
@@ -99,7 +107,8 @@ settings:
     - Current settings in the shape of the failover profile. C(kubelet) holds KubeletConfiguration fields (zero values
       and absent fields mean the Kubernetes default and are left out); C(kube_controller_manager) and C(kube_apiserver)
       map flag names to string values; C(kube_controller_manager_feature_gates) maps gates to booleans;
-      C(sysctl) holds the live values (null when the kernel has no such parameter).
+      C(sysctl) holds the live values (null when the kernel has no such parameter); C(kubelet_environment) the
+      running kubelet's HTTP/2 health check environment (absent when no kubelet runs).
   returned: success
   type: dict
   sample:
@@ -120,6 +129,35 @@ files:
   returned: success
   type: list
   elements: str
+kubelet_process:
+  description:
+    - The running kubelet; C(pid) null when none runs (or on an RKE1 config host). C(flags) are its failover flags,
+      C(config) the config file it reads (its C(--config), empty without one; when it is not the distribution's
+      and O(kubelet_config) is not given, the kubelet settings are read from it), C(environment) only the HTTP/2
+      health check names it runs with (also in C(settings.kubelet_environment)).
+  returned: success
+  type: dict
+  sample:
+    pid: 4242
+    flags: {node-status-update-frequency: 10s}
+    config: /var/lib/kubelet/config.yaml
+    environment: {HTTP2_READ_IDLE_TIMEOUT_SECONDS: "1", HTTP2_PING_TIMEOUT_SECONDS: "1"}
+overrides:
+  description:
+    - Failover flags that override the kubelet's config file, with where each is set (C(file:line), else the
+      process's C(/proc/<pid>/cmdline)). C(setting) is the KubeletConfiguration field the flag replaces.
+  returned: success
+  type: list
+  elements: dict
+  sample:
+    - {setting: nodeStatusUpdateFrequency, flag: --node-status-update-frequency, value: 10s,
+       source: "/etc/default/kubelet:1"}
+kubespray:
+  description:
+    - True when kubespray set this node up (its kubelet environment file C(/etc/kubernetes/kubelet.env) exists).
+      kubespray's next run writes its own values back; docs/distributions.md names its variables.
+  returned: success
+  type: bool
 missing:
   description: Files the distribution may have that are absent on this host (for example no kubelet config on a
     control plane node without a kubelet).

@@ -23,7 +23,12 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.render im
 )
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.targets import timings_for_targets
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timeline import predict_timeline
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import apply_overrides, read_settings
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import (
+    KUBELET_ENVIRONMENT,
+    apply_overrides,
+    kubernetes_defaults,
+    read_settings,
+)
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import parse_version, version_facts
 
 DISTRIBUTIONS = NAMES
@@ -87,7 +92,15 @@ def _as_list(pairs) -> list:
     return [{"rule": rule, "message": message} for rule, message in pairs]
 
 
-def _describe(timings, version, node_count, limits, distribution) -> dict:
+def _violations(broken, version, node_count, limits) -> list:
+    """Broken rules as dicts; ``upstream_default`` when Kubernetes' own defaults of this version break the rule with the
+    same values (the same message): upstream's choice, which the audit reports by its effect (model/risks.py)."""
+    upstream = rules.check(kubernetes_defaults(version), version, node_count, limits)
+    return [dict(entry, upstream_default=(entry["rule"], entry["message"]) in upstream) for entry in _as_list(broken)]
+
+
+def _describe(timings, version, node_count, limits, distribution, kubelet_environment) -> dict:
+    """``kubelet_environment``: what the kubelet runs with (a profile: the one it applies; an audit: what was read)."""
     remediation = remediation_settings(timings, version)
     return {
         "kubernetes_version": str(version),
@@ -95,7 +108,7 @@ def _describe(timings, version, node_count, limits, distribution) -> dict:
         "timeline": predict_timeline(timings, remediation),
         "remediation": remediation,
         "load": heartbeat_load(timings, node_count, limits.node_status_write_bytes, limits.lease_write_bytes),
-        "warnings": _as_list(rules.warnings(timings, version)),
+        "warnings": _as_list(rules.warnings(timings, version, kubelet_environment)),
         "kubelet_environment": rules.kubelet_http2_environment(timings),
         "version_facts": version_facts(version),
     }
@@ -134,8 +147,9 @@ def build_profile(facts, preset=None, detect_seconds=None, evict_seconds=None, o
     profile = {"preset": name, "settings": settings, "flags": component_flags(settings)}
     if distribution == "rke1":
         profile["rke1_kubelet_settings"] = rke1_kubelet_settings(settings, version)
-    profile.update(_describe(timings, version, node_count, limits, distribution))
-    profile["violations"] = _as_list(broken)
+    profile.update(_describe(timings, version, node_count, limits, distribution,
+                             rules.kubelet_http2_environment(timings)))
+    profile["violations"] = _violations(broken, version, node_count, limits)
     profile["overrides"] = sorted(overrides) if isinstance(overrides, dict) else []
     return profile
 
@@ -146,7 +160,10 @@ def audit_timeline(current_settings, facts, network_rtt_ms=None, heartbeat_budge
     limits = make_limits(network_rtt_ms, heartbeat_budget, assumptions)
     timings, problems, defaults_used = read_settings(current_settings, version)
     profile = {"preset": "current", "settings": render_settings(timings, version, explicit=True)}
-    profile.update(_describe(timings, version, node_count, limits, distribution))
-    profile["violations"] = _as_list(problems + rules.check(timings, version, node_count, limits))
+    # The kubelet's environment as failover_node_info read it from the running kubelet (None: not read).
+    profile.update(_describe(timings, version, node_count, limits, distribution,
+                             (current_settings or {}).get(KUBELET_ENVIRONMENT)))
+    profile["violations"] = _violations(problems + rules.check(timings, version, node_count, limits), version,
+                                        node_count, limits)
     profile["defaults_used"] = defaults_used
     return profile

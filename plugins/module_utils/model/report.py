@@ -110,6 +110,33 @@ def findings(risks, applied=None, disagreements=()) -> list:
     return sorted(found, key=lambda f: (-SEVERITIES.index(f["severity"]), KINDS.index(f["kind"])))
 
 
+def waive(found: list, ignore) -> tuple:
+    """(findings kept, waivers): ``ignore`` is audit_ignore, a list of ``{rule, reason}``; a finding whose name (or
+    model rule) is a waiver's rule is kept out of the findings and the gate, and listed under its waiver.
+
+    A waiver without a rule or a reason is refused: a waiver is a decision someone can be asked about."""
+    if ignore in (None, ""):
+        ignore = []
+    if not isinstance(ignore, list):
+        raise ProfileError("audit-ignore", f"audit_ignore must be a list of {{rule, reason}}, got {ignore!r}")
+    waivers = []
+    for entry in ignore:
+        rule = str((entry or {}).get("rule") or "").strip() if isinstance(entry, dict) else ""
+        reason = str((entry or {}).get("reason") or "").strip() if isinstance(entry, dict) else ""
+        if not rule or not reason:
+            raise ProfileError("audit-ignore", f"audit_ignore entry {entry!r} needs a rule and a reason "
+                                               "(e.g. {rule: single-apiserver, reason: one control-plane node by design})")
+        waivers.append({"rule": rule, "reason": reason, "findings": []})
+    kept = []
+    for finding in found:
+        match = next((w for w in waivers if w["rule"] in (finding["name"], finding.get("rule"))), None)
+        if match is None:
+            kept.append(finding)
+        else:
+            match["findings"].append(f"{finding['severity']} {finding['name']}: {finding['summary']}")
+    return kept, waivers
+
+
 def gate(found: list, fail_on: str) -> dict:
     """Which findings fail the run: those at or above ``fail_on`` (none: never)."""
     fail_on = str(fail_on or NO_GATE).strip().lower()
@@ -162,6 +189,8 @@ def screen(report: dict) -> list:
              f"{report['applied_profile']}",
              f"findings: {_count(found)} (audit_fail_on={report['gate']['fail_on']})"]
     lines += [f"{f['severity'].upper():<{width}}  {f['name']}: {f['summary']} -> fix: {f['fix']}" for f in found]
+    lines += [f"waived: {w['rule']}: {w['reason']}" + ("" if w["findings"] else " (matched no finding)")
+              for w in report["waived"]]
     lines += report["timeline_compact"]
     lines.append(f"full report: {report['files']['json']} (Markdown: {report['files']['markdown']})")
     return lines
@@ -191,6 +220,11 @@ def markdown(report: dict) -> str:
                 out.append("")
     else:
         out += ["None.", ""]
+    if report["waived"]:
+        out += ["## Waived (audit_ignore)", "", "| rule | reason | findings |", "|---|---|---|"]
+        out += [f"| {_cell(w['rule'])} | {_cell(w['reason'])} | {_cell('; '.join(w['findings']) or 'none')} |"
+                for w in report["waived"]]
+        out.append("")
     out += ["## Timeline", "", "```text", *report["timeline_table"], "```", ""]
     out += ["Full data (settings per node, drift, disagreements, timelines): "
             f"`{os.path.basename(report['files']['json'])}`.", ""]
@@ -198,14 +232,15 @@ def markdown(report: dict) -> str:
 
 
 def build(current: dict, stock: dict, facts: dict, risks, applied=None, disagreements=(), nodes=None,
-          generated_at: str = "", fail_on: str = NO_GATE, path: str = "") -> dict:
+          generated_at: str = "", fail_on: str = NO_GATE, path: str = "", ignore=None) -> dict:
     """The whole report and its renderings.
 
     ``current`` is the cluster's audit timeline and ``stock`` the same version's Kubernetes defaults (both from
     failover_timeline); ``applied`` is failover_profile_drift's answer, or None when the API was not read; ``nodes``
-    maps each audited host to what failover_node_info read (its ``settings`` go into the report).
+    maps each audited host to what failover_node_info read (its ``settings`` go into the report); ``ignore`` is
+    audit_ignore (``waive``).
     """
-    found = findings(risks, applied, disagreements)
+    found, waived = waive(findings(risks, applied, disagreements), ignore)
     stock = dict(stock, preset="kubernetes-default")
     report = {
         "generated_at": str(generated_at),
@@ -216,6 +251,7 @@ def build(current: dict, stock: dict, facts: dict, risks, applied=None, disagree
         "gate": gate(found, fail_on),
         "files": paths(path, generated_at),
         "findings": found,
+        "waived": waived,
         "timeline_table": timeline_table(stock, current).splitlines(),
         "timeline_compact": compact_timeline(stock, current),
         "timeline": current,

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import STOCK as STOCK_PRESET
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import format_seconds
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, kubernetes_defaults
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.tolerations import NOT_READY, UNREACHABLE, by_design, mismatches
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import NEWEST_SUPPORTED, Version
@@ -184,12 +185,39 @@ def _first_clause(message: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
+def _expected(timeline: dict, event: str) -> str:
+    window = (timeline.get("timeline") or {}).get(event)
+    return format_seconds(window.get("expected")) if isinstance(window, dict) else "never"
+
+
+def kubernetes_defaults_risks(timeline: dict, preset: str = DEFAULT_PRESET) -> list:
+    """Kubernetes' own defaults, by their effect: what a dead node costs on them (not "settings that contradict").
+
+    Reported when the settings break a rule exactly as the version's defaults do (``upstream_default``)."""
+    upstream = [v for v in timeline.get("violations") or [] if v.get("upstream_default")]
+    if not upstream:
+        return []
+    replaced, statefulset = _expected(timeline, "deployment_replaced"), _expected(timeline, "statefulset_replaced")
+    rules_broken = "; ".join(f"{v['rule']}: {v['message']}" for v in upstream)
+    return [{"risk": "kubernetes-defaults", "severity": "medium",
+             "summary": f"pods leave a dead node after {replaced}; StatefulSet RWO pods never move without remediation",
+             "fix": f"tune-failover -e failover_preset={preset}; StatefulSets: node_outage.yml (docs/runbooks/node-outage.md)",
+             "message": f"the cluster runs Kubernetes' defaults: a dead node is NotReady after {_expected(timeline, 'not_ready')} "
+                        f"and its Deployment pods are replaced after {replaced}; StatefulSet pods with ReadWriteOnce "
+                        f"volumes never move without remediation (node_outage.yml replaces them after {statefulset}). "
+                        f"The defaults also break the model's rules ({rules_broken}): upstream's choice, not settings "
+                        "of this cluster that contradict each other"}]
+
+
 def rule_risks(timeline: dict, preset: str = DEFAULT_PRESET) -> list:
-    """The model's broken rules and warnings for the settings the cluster runs; the fix names ``preset``."""
+    """The model's broken rules and warnings for the settings the cluster runs; the fix names ``preset``.
+
+    Rules broken exactly as Kubernetes' defaults break them are reported by kubernetes_defaults_risks instead."""
     retune = f"tune-failover -e failover_preset={preset}"
-    found = [{"risk": "inconsistent-settings", "rule": v["rule"], "severity": "high", "message": v["message"],
-              "summary": f"{v['rule']}: {_first_clause(v['message'])}", "fix": RULE_FIXES.get(v["rule"], retune)}
-             for v in timeline.get("violations") or []]
+    found = kubernetes_defaults_risks(timeline, preset)
+    found += [{"risk": "inconsistent-settings", "rule": v["rule"], "severity": "high", "message": v["message"],
+               "summary": f"{v['rule']}: {_first_clause(v['message'])}", "fix": RULE_FIXES.get(v["rule"], retune)}
+              for v in timeline.get("violations") or [] if not v.get("upstream_default")]
     found += [{"risk": "model-warning", "rule": w["rule"], "message": w["message"],
                "severity": "low" if w["rule"] in LOW_WARNINGS else "medium",
                "summary": f"{w['rule']}: {_first_clause(w['message'])}",
@@ -198,12 +226,38 @@ def rule_risks(timeline: dict, preset: str = DEFAULT_PRESET) -> list:
     return found
 
 
-def audit_risks(timeline: dict, unaudited_hosts=(), nodes=(), node_hosts=(), endpoints=(), kubelet_servers=(),
-                pods=(), max_examples: int = 20, preset: str = DEFAULT_PRESET) -> list:
-    """Every known risk, in report order: unaudited hosts, kubelets, API server endpoints, tolerations, rules.
+def override_risks(node_infos) -> list:
+    """Kubelet flags that override the config file tune-failover writes (failover_node_info ``overrides``).
 
-    ``preset`` is the one a fix for broken rules names: the applied one when tune-failover recorded it."""
+    One finding per flag, value and file; the hosts that share it on one line."""
+    grouped = {}
+    for host, info in sorted((node_infos or {}).items()):
+        for entry in (info or {}).get("overrides") or []:
+            key = (entry["flag"], str(entry["value"]), entry["source"].rsplit(":", 1)[0] if ":" in entry["source"]
+                   else entry["source"], entry["setting"])
+            grouped.setdefault(key, []).append((host, entry["source"]))
+    found = []
+    for (flag, value, path, setting), where in grouped.items():
+        hosts = [host for host, _source in where]
+        shown = ", ".join(hosts[:3]) + (f" and {len(hosts) - 3} more" if len(hosts) > 3 else "")
+        source = where[0][1]
+        found.append({"risk": "kubelet-flag-override", "severity": "medium", "nodes": hosts, "flag": flag,
+                      "value": value, "setting": setting, "source": source,
+                      "summary": f"{flag}={value} ({source}) overrides the kubelet config file on {shown}",
+                      "fix": f"remove {flag} from {path} and restart the kubelet; tune-failover then sets {setting}",
+                      "message": f"the kubelet on {', '.join(hosts)} runs with {flag}={value}, set in {source}: a "
+                                 f"command-line flag wins over the kubelet config file, so the {setting} tune-failover "
+                                 "writes there does not apply"})
+    return found
+
+
+def audit_risks(timeline: dict, unaudited_hosts=(), nodes=(), node_hosts=(), endpoints=(), kubelet_servers=(),
+                pods=(), max_examples: int = 20, preset: str = DEFAULT_PRESET, node_infos=None) -> list:
+    """Every known risk, in report order: unaudited hosts, kubelets, API server endpoints, tolerations, overrides, rules.
+
+    ``preset`` is the one a fix for broken rules names: the applied one when tune-failover recorded it.
+    ``node_infos`` maps each audited host to what failover_node_info read (its ``overrides``)."""
     versions = kubelet_versions(nodes, node_hosts, timeline.get("kubernetes_version", ""))
     return (unaudited(unaudited_hosts) + kubelet_risks(versions)
             + endpoint_risks(endpoint_ips(endpoints), kubelet_servers) + one_address_outage_risks(timeline, kubelet_servers)
-            + toleration_risks(pods, timeline, max_examples) + rule_risks(timeline, preset))
+            + toleration_risks(pods, timeline, max_examples) + override_risks(node_infos) + rule_risks(timeline, preset))

@@ -27,6 +27,9 @@ from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions 
 
 NODE_STATUS_UPDATE_RETRY = 5  # kubelet nodeStatusUpdateRetry; the KCM help text asks grace > retries x heartbeat
 HTTP2_HEALTH_CHECK_SECONDS = 45  # client-go HTTP2_READ_IDLE_TIMEOUT_SECONDS 30 + HTTP2_PING_TIMEOUT_SECONDS 15
+# client-go's defaults when the kubelet's environment does not name them (k8s.io/apimachinery util/net: 0 turns the
+# health check off); the only names of the kubelet's environment the collection reads.
+HTTP2_DEFAULTS = {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": 30, "HTTP2_PING_TIMEOUT_SECONDS": 15}
 MIN_STATUS_INTERVAL = 1.0  # a full Node status write more often than 1/s is never worth its cost
 MIN_LEASE_RENEW_INTERVAL = 0.5
 MIN_MONITOR_PERIOD = 0.5
@@ -137,17 +140,30 @@ def check(timings: Timings, version: Version, node_count: int, limits: Limits) -
     return broken
 
 
-def warnings(timings: Timings, version: Version) -> list:
-    """Risks that do not make the settings inconsistent, as (rule id, message)."""
+def warnings(timings: Timings, version: Version, kubelet_environment=None) -> list:
+    """Risks that do not make the settings inconsistent, as (rule id, message).
+
+    ``kubelet_environment`` is what the kubelet runs with (failover_node_info reads it from the running process;
+    a profile passes the environment it applies): the HTTP/2 health check is judged by it, client-go's defaults
+    where a name is absent.
+    """
     found = []
     grace = timings.node_monitor_grace_period
-    if grace <= HTTP2_HEALTH_CHECK_SECONDS:
+    read_idle, ping = http2_health_check(kubelet_environment)
+    if read_idle == 0:
+        found.append(("http2-health-check", (
+            "the kubelet runs with HTTP2_READ_IDLE_TIMEOUT_SECONDS=0, which turns client-go's HTTP/2 health check off: "
+            "a kubelet whose apiserver connection silently died (load balancer failover) misses heartbeats until the "
+            f"kernel gives up and its node goes NotReady; set {kubelet_http2_environment(timings) or 'a positive value'} "
+            "in the kubelet's environment")))
+    elif grace <= read_idle + ping:
         env = kubelet_http2_environment(timings)
         found.append(("http2-health-check", (
-            f"node-monitor-grace-period {_d(grace)} is not longer than client-go's HTTP/2 health check "
-            f"(HTTP2_READ_IDLE_TIMEOUT_SECONDS 30 + HTTP2_PING_TIMEOUT_SECONDS 15 = 45s): a kubelet whose "
-            "apiserver connection silently died (load balancer failover) misses heartbeats for up to 45s and "
-            f"its node goes NotReady; set {env} in the kubelet's environment")))
+            f"node-monitor-grace-period {_d(grace)} is not longer than client-go's HTTP/2 health check in the kubelet "
+            f"(HTTP2_READ_IDLE_TIMEOUT_SECONDS {read_idle} + HTTP2_PING_TIMEOUT_SECONDS {ping} = {read_idle + ping}s): "
+            "a kubelet whose apiserver connection silently died (load balancer failover) misses heartbeats for up to "
+            f"{read_idle + ping}s and its node goes NotReady; set {env or 'client-go defaults (remove both names)'} in "
+            "the kubelet's environment")))
     if timings.tcp_retries2 < RFC1122_TCP_RETRIES2:
         found.append(("tcp-retries-rfc1122", (
             f"net.ipv4.tcp_retries2 {timings.tcp_retries2} gives up after "
@@ -163,3 +179,15 @@ def kubelet_http2_environment(timings: Timings) -> dict:
         return {}
     quarter = max(1, int(grace // 4))
     return {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": str(quarter), "HTTP2_PING_TIMEOUT_SECONDS": str(quarter)}
+
+
+def http2_health_check(kubelet_environment=None) -> tuple:
+    """(read idle seconds, ping timeout seconds) the kubelet's client-go uses with this environment.
+
+    A value client-go cannot parse as a whole number is ignored by it (its default applies), and so here."""
+    environment = kubelet_environment if isinstance(kubelet_environment, dict) else {}
+    values = []
+    for name, default in HTTP2_DEFAULTS.items():
+        text = str(environment.get(name, "")).strip()
+        values.append(int(text) if text.lstrip("-").isdigit() else default)
+    return tuple(values)

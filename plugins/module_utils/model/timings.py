@@ -19,6 +19,8 @@ CONTROLLER_MANAGER = "kube_controller_manager"
 CONTROLLER_MANAGER_GATES = "kube_controller_manager_feature_gates"
 APISERVER = "kube_apiserver"
 SYSCTL = "sysctl"
+# The kubelet's environment, the names of rules.HTTP2_DEFAULTS only (failover_node_info reads the running kubelet).
+KUBELET_ENVIRONMENT = "kubelet_environment"
 
 
 @dataclass(frozen=True)

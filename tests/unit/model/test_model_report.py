@@ -18,14 +18,21 @@ STALE_POD = {"metadata": {"namespace": "kube-system", "name": "coredns-1", "owne
              "spec": {"tolerations": [{"key": risks.UNREACHABLE, "effect": "NoExecute", "tolerationSeconds": 300}]}}
 
 
-def demo(applied=None, disagreements=(), fail_on="none", path="/tmp/audit/report.json", pods=(STALE_POD,), api=True):
+# What failover_node_info reads from the demo lab's running kubelets after tune-failover (kubelet_heartbeat's drop-in).
+FAST_KUBELET_ENVIRONMENT = {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1", "HTTP2_PING_TIMEOUT_SECONDS": "1"}
+
+
+def demo(applied=None, disagreements=(), fail_on="none", path="/tmp/audit/report.json", pods=(STALE_POD,), api=True,
+         ignore=None, kubelet_environment=FAST_KUBELET_ENVIRONMENT):
     """The demo lab's report; ``applied`` replaces the fast record, ``api=False`` reads no applied profile."""
     applied = (applied or APPLIED) if api else None
-    current = audit_timeline(build_profile(FACTS, "fast")["settings"], FACTS)
+    current = audit_timeline(dict(build_profile(FACTS, "fast")["settings"], kubelet_environment=kubelet_environment),
+                             FACTS)
     found = risks.audit_risks(current, endpoints=ONE_APISERVER, kubelet_servers=KUBELETS, pods=list(pods),
                               preset=(applied or {}).get("preset") or "balanced")
     return report.build(current, audit_timeline({}, FACTS), FACTS, found, applied, disagreements,
-                        {"cp1": {"role": "control_plane", "settings": {"kubelet": {}}}}, "2026-11-26T02:31:15Z", fail_on, path)
+                        {"cp1": {"role": "control_plane", "settings": {"kubelet": {}}}}, "2026-11-26T02:31:15Z", fail_on, path,
+                        ignore)
 
 
 def test_every_risk_has_a_known_severity_a_summary_and_a_fix():
@@ -45,7 +52,7 @@ def test_every_risk_has_a_known_severity_a_summary_and_a_fix():
 
 
 def test_findings_are_sorted_highest_severity_first():
-    screen = demo()["screen"]
+    screen = demo(kubelet_environment=None)["screen"]  # a kubelet whose environment was not read
     assert screen[:8] == [
         "failover audit of kubeadm 1.35.4, 4 nodes: " + APPLIED["summary"],
         "findings: 1 high, 4 medium, 1 low (audit_fail_on=none)",
@@ -106,10 +113,9 @@ def test_many_hosts_are_counted_not_listed_on_screen():
     ("none", []),
     ("high", ["single-apiserver"]),
     ("HIGH", ["single-apiserver"]),
-    ("medium", ["single-apiserver", "single-apiserver-address", "short-tolerations-one-address", "tolerations-overridden",
-                "model-warning"]),
+    ("medium", ["single-apiserver", "single-apiserver-address", "short-tolerations-one-address", "tolerations-overridden"]),
     ("low", ["single-apiserver", "single-apiserver-address", "short-tolerations-one-address", "tolerations-overridden",
-             "model-warning", "model-warning"]),
+             "model-warning"]),
 ])
 def test_the_gate_fails_at_or_above_audit_fail_on(fail_on, failing):
     gate = demo(fail_on=fail_on)["gate"]
@@ -185,3 +191,85 @@ def test_disagreements_compare_control_plane_flags_on_control_plane_hosts_and_th
     same = {"cp1": nodes["cp1"], "w1": {"role": "node", "settings": w1_settings}}
     assert report.disagreements(same, ["cp1", "w1"]) == []
     assert report.disagreements({}, []) == []
+
+
+def test_the_demo_lab_has_no_http2_finding_once_its_kubelets_run_the_profiles_environment():
+    """Issue 34: the drop-in was there and the kubelet ran HTTP2_READ_IDLE_TIMEOUT_SECONDS=1, yet the audit warned."""
+    screen = demo()["screen"]
+    assert screen[1] == "findings: 1 high, 3 medium, 1 low (audit_fail_on=none)"
+    assert not [line for line in screen if "http2-health-check" in line], screen
+
+
+LAB_WAIVERS = [{"rule": "single-apiserver", "reason": "the lab has one control-plane node"},
+               {"rule": "single-apiserver-address", "reason": "the lab's kubelets reach its one API server directly"},
+               {"rule": "short-tolerations-one-address", "reason": "the lab's kubelets reach its one API server directly"}]
+
+
+def test_waived_findings_leave_the_gate_and_are_recorded_with_their_reason():
+    built = demo(fail_on="medium", pods=(), ignore=[*LAB_WAIVERS, {"rule": "tcp-retries-rfc1122", "reason": "accepted"},
+                                                    {"rule": "kubelet-dead-connection", "reason": "old"}])
+    assert built["gate"] == {"fail_on": "medium", "passed": True, "failing": [], "message": ""}
+    assert built["report"]["findings"] == []
+    assert built["screen"][1] == "findings: 0 high, 0 medium, 0 low (audit_fail_on=medium)"
+    assert built["screen"][2:7] == [
+        "waived: single-apiserver: the lab has one control-plane node",
+        "waived: single-apiserver-address: the lab's kubelets reach its one API server directly",
+        "waived: short-tolerations-one-address: the lab's kubelets reach its one API server directly",
+        "waived: tcp-retries-rfc1122: accepted",  # a model warning is waived by its rule
+        "waived: kubelet-dead-connection: old (matched no finding)",
+    ]
+    waived = {w["rule"]: w for w in built["report"]["waived"]}
+    assert waived["single-apiserver"]["findings"] == [
+        "high single-apiserver: one API server (10.89.0.2): the control plane has no failover"]
+    assert "## Waived (audit_ignore)" in built["markdown"] and "the lab has one control-plane node" in built["markdown"]
+    assert json.loads(built["json"])["waived"] == built["report"]["waived"]
+
+
+def test_without_waivers_the_demo_lab_names_what_fails_a_medium_gate():
+    assert demo(fail_on="medium", pods=())["gate"]["failing"] == [
+        "single-apiserver", "single-apiserver-address", "short-tolerations-one-address"]
+
+
+@pytest.mark.parametrize("ignore", [
+    [{"rule": "single-apiserver"}], [{"rule": "single-apiserver", "reason": "  "}], [{"reason": "why"}],
+    ["single-apiserver"], {"rule": "single-apiserver", "reason": "x"},
+])
+def test_a_waiver_without_a_rule_or_a_reason_is_refused(ignore):
+    with pytest.raises(ProfileError) as error:
+        demo(ignore=ignore)
+    assert error.value.rule == "audit-ignore"
+
+
+def test_kubernetes_defaults_are_reported_by_their_effect_not_as_contradicting_settings():
+    """Issue 34: an untuned cluster showed HIGH inconsistent-settings (heartbeat-retries) for upstream's own defaults."""
+    stock = audit_timeline({}, FACTS)
+    found = risks.audit_risks(stock)
+    assert [(f["risk"], f["severity"]) for f in found] == [("kubernetes-defaults", "medium")]
+    assert found[0]["summary"] == ("pods leave a dead node after 5m51s; StatefulSet RWO pods never move without "
+                                   "remediation")
+    assert "heartbeat-retries" in found[0]["message"] and "upstream's choice" in found[0]["message"]
+    # The same rule broken by values of the cluster's own is still a contradiction.
+    own = risks.audit_risks(audit_timeline({"kube_controller_manager": {"node-monitor-grace-period": "48s"}}, FACTS))
+    assert [(f["risk"], f.get("rule")) for f in own] == [("inconsistent-settings", "heartbeat-retries")]
+
+
+def test_kubernetes_defaults_of_1_37_are_reported_by_their_effect():
+    # The profile filter reproduced the finding for 1.37 (issue 34).
+    facts = dict(FACTS, kubernetes_version="1.37.0")
+    stock = build_profile(facts, "kubernetes-default")
+    assert all(v["upstream_default"] for v in stock["violations"])
+    assert [f["risk"] for f in risks.audit_risks(audit_timeline(stock["settings"], facts))] == ["kubernetes-defaults"]
+
+
+def test_kubelet_flag_overrides_are_findings_with_their_file_and_line():
+    override = {"setting": "nodeStatusUpdateFrequency", "flag": "--node-status-update-frequency", "value": "10s",
+                "source": "/etc/default/kubelet:1"}
+    infos = {f"w{i}": {"overrides": [override]} for i in range(1, 6)}
+    infos["cp1"] = {"overrides": []}
+    (found,) = risks.override_risks(infos)
+    assert found["severity"] == "medium" and found["nodes"] == ["w1", "w2", "w3", "w4", "w5"]
+    assert found["summary"] == ("--node-status-update-frequency=10s (/etc/default/kubelet:1) overrides the kubelet "
+                                "config file on w1, w2, w3 and 2 more")
+    assert found["fix"] == ("remove --node-status-update-frequency from /etc/default/kubelet and restart the kubelet; "
+                            "tune-failover then sets nodeStatusUpdateFrequency")
+    assert "kubelet-flag-override" in [f["risk"] for f in risks.audit_risks(audit_timeline({}, FACTS), node_infos=infos)]

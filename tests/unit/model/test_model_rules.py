@@ -2,7 +2,7 @@
 
 import pytest
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ProfileError
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import build_profile
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.profile import audit_timeline, build_profile
 
 FACTS = {"kubernetes_version": "1.35.4", "node_count": 3, "distribution": "kubeadm"}
 
@@ -96,18 +96,40 @@ def test_presets_are_consistent_at_100_nodes(preset):
     assert build_profile(dict(FACTS, node_count=100), preset)["violations"] == []
 
 
-def test_fast_warns_about_the_http2_health_check_and_recommends_env():
-    profile = build_profile(FACTS, "fast")
-    assert "http2-health-check" in [w["rule"] for w in profile["warnings"]]
+@pytest.mark.parametrize("preset", ["balanced", "fast", "aggressive"])
+def test_a_preset_gives_the_kubelet_the_http2_environment_so_it_does_not_warn_about_it(preset):
+    """Issue 34: every preset warned about the HTTP/2 health check although it applies the environment that fixes it."""
+    profile = build_profile(FACTS, preset)
+    assert "http2-health-check" not in [w["rule"] for w in profile["warnings"]]
     env = profile["kubelet_environment"]
     total = int(env["HTTP2_READ_IDLE_TIMEOUT_SECONDS"]) + int(env["HTTP2_PING_TIMEOUT_SECONDS"])
-    assert total <= 4 / 2
+    assert total < {"balanced": 20, "fast": 4, "aggressive": 3}[preset]  # the grace period
 
 
-def test_defaults_on_1_32_have_no_http2_warning_but_1_31_do():
+def test_the_audit_judges_the_http2_health_check_by_the_kubelets_own_environment():
+    fast = build_profile(FACTS, "fast")
+    without = audit_timeline(fast["settings"], FACTS)
+    assert [w["rule"] for w in without["warnings"]] == ["http2-health-check", "tcp-retries-rfc1122"]
+    assert "(HTTP2_READ_IDLE_TIMEOUT_SECONDS 30 + HTTP2_PING_TIMEOUT_SECONDS 15 = 45s)" in without["warnings"][0]["message"]
+    live = dict(fast["settings"], kubelet_environment={"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1",
+                                                       "HTTP2_PING_TIMEOUT_SECONDS": "1"})
+    assert [w["rule"] for w in audit_timeline(live, FACTS)["warnings"]] == ["tcp-retries-rfc1122"]
+    # Only the read idle timeout set: client-go's 15 s ping timeout still outlasts fast's 4 s grace.
+    half = dict(fast["settings"], kubelet_environment={"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1"})
+    assert "(HTTP2_READ_IDLE_TIMEOUT_SECONDS 1 + HTTP2_PING_TIMEOUT_SECONDS 15 = 16s)" in \
+        audit_timeline(half, FACTS)["warnings"][0]["message"]
+    off = dict(fast["settings"], kubelet_environment={"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "0",
+                                                      "HTTP2_PING_TIMEOUT_SECONDS": "1"})
+    assert "turns client-go's HTTP/2 health check off" in audit_timeline(off, FACTS)["warnings"][0]["message"]
+
+
+def test_defaults_on_1_32_need_no_http2_environment_but_1_31_do():
     assert build_profile(FACTS, "kubernetes-default")["kubelet_environment"] == {}
-    old = build_profile(dict(FACTS, kubernetes_version="1.31.0"), "kubernetes-default")
-    assert "http2-health-check" in [w["rule"] for w in old["warnings"]]
+    old = dict(FACTS, kubernetes_version="1.31.0")
+    assert build_profile(old, "kubernetes-default")["kubelet_environment"] != {}
+    # A 1.31 cluster on its defaults (40 s grace) without that environment: the audit warns.
+    assert "http2-health-check" in [w["rule"] for w in audit_timeline({}, old)["warnings"]]
+    assert "http2-health-check" not in [w["rule"] for w in audit_timeline({}, FACTS)["warnings"]]
 
 
 def test_numbers_from_the_command_line_are_accepted():

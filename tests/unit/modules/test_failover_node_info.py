@@ -1,5 +1,6 @@
 """nodeguard.failover.failover_node_info against fake host trees (root option)."""
 
+import json
 import pathlib
 
 import pytest
@@ -134,3 +135,159 @@ def test_a_worker_and_rke2_say_no_version(run_module, kubeadm_root, rke2_root):
         (kubeadm_root / "etc/kubernetes/manifests" / name).unlink()
     assert run_module(failover_node_info, {"root": str(kubeadm_root), "distribution": "kubeadm"})["kubernetes_version"] == ""
     assert run_module(failover_node_info, {"root": str(rke2_root)})["kubernetes_version"] == ""
+
+
+# The files kubeadm's packages and `kubeadm init` leave on a node (kubernetes.io, "Configuring each kubelet in your
+# cluster using kubeadm", section "The kubelet drop-in file for systemd": 10-kubeadm.conf sources kubeadm-flags.env and
+# /etc/default/kubelet (DEB) or /etc/sysconfig/kubelet (RPM); KUBELET_EXTRA_ARGS is "the last resort" for overrides).
+TEN_KUBEADM_CONF = """\
+# Note: This dropin only works with kubeadm and kubelet v1.11+
+[Service]
+Environment="KUBELET_KUBECONFIG_ARGS=--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf"
+Environment="KUBELET_CONFIG_ARGS=--config=/var/lib/kubelet/config.yaml"
+# This is a file that "kubeadm init" and "kubeadm join" generates at runtime, populating the KUBELET_KUBEADM_ARGS variable dynamically
+EnvironmentFile=-/var/lib/kubelet/kubeadm-flags.env
+# This is a file that the user can use for overrides of the kubelet args as a last resort.
+EnvironmentFile=-/etc/default/kubelet
+ExecStart=
+ExecStart=/usr/bin/kubelet $KUBELET_KUBECONFIG_ARGS $KUBELET_CONFIG_ARGS $KUBELET_KUBEADM_ARGS $KUBELET_EXTRA_ARGS
+"""
+KUBEADM_FLAGS_ENV = ('KUBELET_KUBEADM_ARGS="--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock '
+                     '--pod-infra-container-image=registry.k8s.io/pause:3.10"\n')
+# What the kubelet_heartbeat role writes: the HTTP/2 health check environment of the kubelet unit.
+NODEGUARD_DROPIN = '[Service]\nEnvironment="HTTP2_PING_TIMEOUT_SECONDS=1" "HTTP2_READ_IDLE_TIMEOUT_SECONDS=1"\n'
+
+
+def process(root, pid: int, argv: list, environ: dict, unit: str, parent: int = 1) -> None:
+    """A /proc/<pid> under root as Linux shows it: NUL-separated cmdline and environ, stat, the unit's cgroup (v2)."""
+    put(root, f"/proc/{pid}/cmdline", "\0".join(argv) + "\0")
+    put(root, f"/proc/{pid}/environ", "".join(f"{name}={value}\0" for name, value in environ.items()))
+    put(root, f"/proc/{pid}/stat", f"{pid} ({pathlib.Path(argv[0]).name[:15]}) S {parent} {pid} {pid} 0 -1\n")
+    put(root, f"/proc/{pid}/cgroup", f"0::/system.slice/{unit}.service\n")
+
+
+@pytest.fixture
+def kubeadm_node(kubeadm_root):
+    put(kubeadm_root, "/usr/lib/systemd/system/kubelet.service.d/10-kubeadm.conf", TEN_KUBEADM_CONF)
+    put(kubeadm_root, "/etc/systemd/system/kubelet.service.d/90-nodeguard-failover.conf", NODEGUARD_DROPIN)
+    put(kubeadm_root, "/var/lib/kubelet/kubeadm-flags.env", KUBEADM_FLAGS_ENV)
+    put(kubeadm_root, "/etc/default/kubelet", "KUBELET_EXTRA_ARGS=--node-status-update-frequency=10s --v=2\n")
+    argv = ["/usr/bin/kubelet", "--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf",
+            "--kubeconfig=/etc/kubernetes/kubelet.conf", "--config=/var/lib/kubelet/config.yaml",
+            "--container-runtime-endpoint=unix:///var/run/containerd/containerd.sock",
+            "--node-status-update-frequency", "10s", "--v=2"]
+    process(kubeadm_root, 4242, argv, {"PATH": "/usr/bin", "HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1",
+                                       "HTTP2_PING_TIMEOUT_SECONDS": "1", "AWS_SECRET_ACCESS_KEY": "s3cr3t"}, "kubelet")
+    process(kubeadm_root, 77, ["/usr/bin/containerd"], {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "99"}, "containerd")
+    return kubeadm_root
+
+
+def test_kubeadm_reads_the_running_kubelets_environment_and_flags(run_module, kubeadm_node):
+    """Issue 34: the audit never read the live kubelet; flags in KUBELET_EXTRA_ARGS override the config file."""
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert not result["failed"], result
+    assert result["kubelet_process"] == {
+        "pid": 4242, "flags": {"node-status-update-frequency": "10s"}, "config": "/var/lib/kubelet/config.yaml",
+        "environment": {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1", "HTTP2_PING_TIMEOUT_SECONDS": "1"}}
+    assert result["settings"]["kubelet_environment"] == result["kubelet_process"]["environment"]
+    # The flag wins over the config file, as in the kubelet.
+    assert result["settings"]["kubelet"]["nodeStatusUpdateFrequency"] == "10s"
+    assert result["overrides"] == [{"setting": "nodeStatusUpdateFrequency", "flag": "--node-status-update-frequency",
+                                    "value": "10s", "source": f"{kubeadm_node}/etc/default/kubelet:1"}]
+    assert "s3cr3t" not in json.dumps(result) and "PATH" not in json.dumps(result["kubelet_process"])
+
+
+def test_a_flag_only_on_the_command_line_names_the_command_line(run_module, kubeadm_node):
+    (kubeadm_node / "etc/default/kubelet").write_text("KUBELET_EXTRA_ARGS=--v=2\n")
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert result["overrides"] == [{"setting": "nodeStatusUpdateFrequency", "flag": "--node-status-update-frequency",
+                                    "value": "10s", "source": f"{kubeadm_node}/proc/4242/cmdline"}]
+
+
+def test_a_flag_in_a_file_is_an_override_before_the_kubelet_restarts(run_module, kubeadm_node):
+    (kubeadm_node / "proc/4242/cmdline").write_text("/usr/bin/kubelet\0--config=/var/lib/kubelet/config.yaml\0")
+    (kubeadm_node / "etc/default/kubelet").write_text("KUBELET_EXTRA_ARGS=--v=2\n")
+    put(kubeadm_node, "/etc/systemd/system/kubelet.service.d/20-status.conf",
+        '[Service]\n# Environment="KUBELET_EXTRA_ARGS=--node-status-update-frequency=1m"\n'
+        'Environment="KUBELET_EXTRA_ARGS=--node-status-update-frequency 20s --feature-gates=KubeletTracing=false"\n')
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert [(o["flag"], o["value"], o["source"]) for o in result["overrides"]] == [
+        ("--node-status-update-frequency", "20s", f"{kubeadm_node}/etc/systemd/system/kubelet.service.d/20-status.conf:3")]
+    assert result["kubelet_process"]["flags"] == {}
+
+
+def test_no_running_kubelet_reads_no_environment(run_module, kubeadm_root):
+    result = run_module(failover_node_info, {"root": str(kubeadm_root)})
+    assert result["kubelet_process"] == {"pid": None, "flags": {}, "config": "", "environment": {}}
+    assert "kubelet_environment" not in result["settings"] and result["overrides"] == []
+
+
+def test_rke2_reads_the_kubelet_child_of_rke2_and_its_kubelet_arg(run_module, rke2_root):
+    # RKE2 runs the kubelet as a child of the rke2 process in the rke2-server unit, with every kubelet-arg as a flag
+    # (docs.rke2.io, "Configuration Options": kubelet-arg).
+    (rke2_root / "etc/rancher/rke2/config.yaml.d/60-site.yaml").write_text(
+        "kubelet-arg+:\n  - node-status-update-frequency=4s\n")
+    process(rke2_root, 900, ["/usr/local/bin/rke2", "server"], {"HTTP2_PING_TIMEOUT_SECONDS": "2"}, "rke2-server")
+    process(rke2_root, 950, ["/var/lib/rancher/rke2/bin/kubelet", "--config-dir=/etc/rancher/rke2/kubelet.conf.d",
+                             "--node-status-update-frequency=4s"],
+            {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "2", "HTTP2_PING_TIMEOUT_SECONDS": "2"}, "rke2-server", parent=900)
+    result = run_module(failover_node_info, {"root": str(rke2_root)})
+    assert result["kubelet_process"]["pid"] == 950
+    assert result["settings"]["kubelet_environment"] == {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "2",
+                                                         "HTTP2_PING_TIMEOUT_SECONDS": "2"}
+    assert result["overrides"] == [{"setting": "nodeStatusUpdateFrequency", "flag": "--node-status-update-frequency",
+                                    "value": "4s", "source": f"{rke2_root}/etc/rancher/rke2/config.yaml.d/60-site.yaml:2"}]
+
+
+def test_k3s_runs_the_kubelet_inside_the_k3s_process(tmp_path, run_module):
+    root = tmp_path / "k3s"
+    put(root, "/etc/rancher/k3s/config.yaml", "write-kubeconfig-mode: \"0644\"\n")
+    process(root, 300, ["/usr/local/bin/k3s", "server"], {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5"}, "k3s")
+    process(root, 310, ["containerd"], {}, "k3s", parent=300)
+    result = run_module(failover_node_info, {"root": str(root), "distribution": "k3s"})
+    assert result["kubelet_process"] == {"pid": 300, "flags": {}, "config": "",
+                                         "environment": {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "5"}}
+
+
+# kubespray's kubelet.env, which its kubelet.service reads (roles/kubernetes/node/templates/kubelet.env.v1beta1.j2:
+# KUBELET_ARGS with --config={{ kube_config_dir }}/kubelet-config.yaml; older releases, kubelet.kubeadm.env.j2, also
+# put --node-status-update-frequency={{ kubelet_status_update_frequency }} there).
+KUBESPRAY_KUBELET_ENV = """\
+KUBE_LOGTOSTDERR="--logtostderr=true"
+KUBE_LOG_LEVEL="--v=2"
+KUBELET_ADDRESS="--node-ip=10.0.0.21"
+KUBELET_HOSTNAME="--hostname-override=node1"
+KUBELET_ARGS="--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf \\
+--config=/etc/kubernetes/kubelet-config.yaml \\
+--kubeconfig=/etc/kubernetes/kubelet.conf \\
+--node-status-update-frequency=10s \\
+--runtime-cgroups=/system.slice/containerd.service"
+"""
+
+
+def test_a_kubespray_node_says_so_and_its_kubelet_env_flags_are_overrides(run_module, kubeadm_node):
+    (kubeadm_node / "etc/default/kubelet").unlink()
+    put(kubeadm_node, "/etc/kubernetes/kubelet.env", KUBESPRAY_KUBELET_ENV)
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert result["kubespray"] is True
+    assert result["overrides"] == [{"setting": "nodeStatusUpdateFrequency", "flag": "--node-status-update-frequency",
+                                    "value": "10s", "source": f"{kubeadm_node}/etc/kubernetes/kubelet.env:8"}]
+
+
+def test_a_plain_kubeadm_node_is_not_kubespray(run_module, kubeadm_root):
+    assert run_module(failover_node_info, {"root": str(kubeadm_root)})["kubespray"] is False
+
+
+def test_a_kubelet_that_reads_another_config_file_is_audited_from_that_file(run_module, kubeadm_node):
+    """kubespray's kubelet reads /etc/kubernetes/kubelet-config.yaml, not kubeadm's /var/lib/kubelet/config.yaml."""
+    put(kubeadm_node, "/etc/kubernetes/kubelet.env", KUBESPRAY_KUBELET_ENV)
+    put(kubeadm_node, "/etc/kubernetes/kubelet-config.yaml", "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+        "kind: KubeletConfiguration\nnodeStatusUpdateFrequency: 4s\nnodeLeaseDurationSeconds: 20\n")
+    (kubeadm_node / "etc/default/kubelet").unlink()
+    (kubeadm_node / "proc/4242/cmdline").write_text(
+        "/usr/local/bin/kubelet\0--bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf\0"
+        "--config=/etc/kubernetes/kubelet-config.yaml\0--kubeconfig=/etc/kubernetes/kubelet.conf\0")
+    result = run_module(failover_node_info, {"root": str(kubeadm_node)})
+    assert result["kubelet_process"]["config"] == "/etc/kubernetes/kubelet-config.yaml"
+    assert result["settings"]["kubelet"] == {"nodeStatusUpdateFrequency": "4s", "nodeLeaseDurationSeconds": 20}
+    assert result["files"][-1] == f"{kubeadm_node}/etc/kubernetes/kubelet-config.yaml"
