@@ -73,8 +73,9 @@ def back_to_stock(lab):
     yield
     try:
         lab.reset_lab()  # every node on and Ready: the stock tune below touches all of them
+        # The workloads rolled again too: a test that tuned and rolled them leaves no pod with its short tolerations.
         stock = ansible_playbook(lab, "tune_failover.yml", "-e", "failover_preset=kubernetes-default",
-                                 "-e", json.dumps({"failover_record_profile": False}))
+                                 "-e", json.dumps({"failover_record_profile": False, "failover_roll_workloads": True}))
     finally:
         restore_bytes(lab, kubelet, kubeadm)
     assert stock.returncode == 0, stock.stdout + stock.stderr
