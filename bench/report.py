@@ -418,7 +418,7 @@ def target_lines(results: dict, raw_cost: list[dict], runs: list[dict] | tuple =
         f"- `deployment_replaced` ≤ 40 s: fast {verdict(median('fast', 'deployment_replaced'), 40)}; "
         f"aggressive {verdict(median('aggressive', 'deployment_replaced'), 40)}; "
         f"balanced {verdict(median('balanced', 'deployment_replaced'), 40)}",
-        "- `statefulset_replaced` with node-outage.yml ≤ 60 s: "
+        "- `statefulset_replaced` with node_outage.yml ≤ 60 s: "
         + "; ".join(f"{p} {verdict(median(p, 'statefulset_replaced'), 60)}" for p in profiles.ALL_PROFILES),
         "- With defaults and no remediation the StatefulSet pod is never replaced: " + never_replaced,
     ]
@@ -719,7 +719,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "Cell: median (p95, min-max, n = runs). A column per profile and `trigger` (results.json's field): what "
         "started node-outage in its runs: `node-watch.yml` or `power-events.yml` (the shipped rulebook in a real "
         "ansible-rulebook; the benchmark only powers the victim off), `bench-watch` (the benchmark's own watch starts "
-        "node-outage.yml the moment the node is NotReady: a comparison row, not what a user runs), or none (the "
+        "node_outage.yml the moment the node is NotReady: a comparison row, not what a user runs), or none (the "
         "profile's name alone: Kubernetes without remediation). results.json also gives `p50_s` and `p95_s`: nearest "
         "rank (the value of rank ceil(p/100 * n) in ascending order, never interpolated; p95 of fewer than 20 runs "
         "is the maximum; p50 of an even n is the lower middle value, where the median averages the two). "
@@ -743,8 +743,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "allowed (docs/eda.md, node watch; bench/node_watch_chain.py); its source emits node-down at NotReady and the "
         "rulebook runs node-outage with `nodeguard_node_watch_proof_timeout` (150 s), so it waits for its proofs "
         "(NotReady for `node_outage_not_ready_seconds`, Lease stale, BMC reads Off) instead of refusing. The "
-        "`bench-watch` runs start playbooks/node-outage.yml from the benchmark's own watch at NotReady instead. "
-        "bench/timeline.py runs the documented commands: a preset is applied with `tune-failover.yml -e "
+        "`bench-watch` runs start playbooks/node_outage.yml from the benchmark's own watch at NotReady instead. "
+        "bench/timeline.py runs the documented commands: a preset is applied with `tune_failover.yml -e "
         "failover_preset=<preset>` first, and node-outage gets no timing variable, so it takes its NotReady wait from "
         "the applied profile (the preset's `remediation.not_ready_seconds`: fast 20 s, aggressive 10 s, balanced 60 s), "
         "and the stock 60 s for kubernetes-default and seed-001, which are written without tune-failover. "
@@ -815,7 +815,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "How it is measured (bench/timeline.py, event-led runs; tests/integration/eda/power_event_chain.py): the lab "
         "keeps its stock heartbeat settings. A real ansible-rulebook runs extensions/eda/rulebooks/power-events.yml "
-        "(TLS, bearer token) with the workers mapped, and playbooks/power-event-subscriptions.yml subscribes each "
+        "(TLS, bearer token) with the workers mapped, and playbooks/power_event_subscriptions.yml subscribes each "
         "worker's Redfish BMC to it. The power-off through the BMC is the only action: the BMC posts "
         "ResourcePoweredOff, the rulebook runs nodeguard.failover.node_outage with node_outage_power_event_time, "
         "which waits inside for its proofs (Lease silent since the event and older than renew interval + margin, "
@@ -835,7 +835,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         *event_incident_lines(raw_incident),
         "",
-        "API requests (bench/incident.py --power-event): scale mode, stock profile; node-outage.yml is started right "
+        "API requests (bench/incident.py --power-event): scale mode, stock profile; node_outage.yml is started right "
         "at the node's power-off (kwok stops managing it) with `node_outage_power_event_time`, as the rulebook "
         "starts it, and waits inside for its Lease proof; the power reading is a command hook that reports Off (no "
         "BMC in scale mode, identity opted out with a reason). Counted from the apiserver's audit log of the "
@@ -858,7 +858,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "How it is measured (bench/incident.py): scale mode with the `kubernetes-default` profile; the pods are created bound "
         "(no scheduler) and kwok runs them. Power-off of the node is kwok no longer managing it. Once the node is "
-        "NotReady for the playbook's 60 s proof, node-outage.yml runs with its own token; the apiserver's audit "
+        "NotReady for the playbook's 60 s proof, node_outage.yml runs with its own token; the apiserver's audit "
         "policy logs every request of that identity and, from everyone else, only pod deletes, so `API requests` is "
         "exactly the playbook's requests (audit events at ResponseComplete). `pod deletes by who`: the pod deletes "
         "the apiserver carried out after the run's start, by identity (node-outage; `nodeguard-scale-admin` is the "
@@ -894,7 +894,7 @@ README_ROWS = (
     ("Kubernetes defaults", "kubernetes-default", results_module.NODE_WATCH,
      "a cluster never tuned; node-watch.yml starts node-outage, which waits the stock 60 s NotReady"),
     ("`fast` preset", "fast", results_module.NODE_WATCH,
-     "`tune-failover.yml -e failover_preset=fast`, then node-watch.yml; node-outage waits the recorded 20 s"),
+     "`tune_failover.yml -e failover_preset=fast`, then node-watch.yml; node-outage waits the recorded 20 s"),
     ("power event, stock heartbeats", "power-event", results_module.POWER_EVENTS,
      "the lab BMC's Redfish event, through power-events.yml"),
 )

@@ -9,7 +9,7 @@
 #   2. Install it into a clean collections path (dependencies come from the ansible package, offline).
 #   3. From that installed copy only: ansible-doc for every module, filter and role by FQCN;
 #      antsibull-docs lint-collection-docs (documentation markup and references);
-#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook alias;
+#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook;
 #      one `module_defaults: group/nodeguard.failover.k8s:` entry reaches every member of the group.
 #   4. antsibull-changelog: fragments lint, and a release dry run on a scratch copy renders CHANGELOG.rst.
 # Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path; its
@@ -109,16 +109,13 @@ step "antsibull-docs lint-collection-docs --plugin-docs"
 (cd "$installed" && antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .) \
   || fail "antsibull-docs lint-collection-docs found documentation errors (above)"
 
-# 3c. Playbooks by FQCN. Collection playbook names must be identifiers, so each hyphenated
-#     playbook has an underscore alias; every alias must resolve and pass --syntax-check.
+# 3c. Playbooks by FQCN. Collection playbook names must be identifiers: one name per playbook, the
+#     FQCN one; every playbook must resolve and pass --syntax-check.
 step "ansible-playbook <FQCN> --syntax-check"
 echo "all: {children: {control_plane: {hosts: {cp1: {}}}, workers: {hosts: {worker1: {}}}}}" > "$work/inventory.yml"
 for pb in "$installed"/playbooks/*.yml; do
   name=$(basename "$pb" .yml)
-  if [[ "$name" == *-* ]]; then
-    [ -f "$installed/playbooks/${name//-/_}.yml" ] || fail "playbook $name has no FQCN alias playbooks/${name//-/_}.yml"
-    continue
-  fi
+  [[ "$name" =~ ^[a-z_][a-z0-9_]*$ ]] || fail "playbook $name cannot run by FQCN (name it with letters, digits and _)"
   ansible-playbook -i "$work/inventory.yml" "nodeguard.failover.$name" --syntax-check >"$work/pb.out" 2>&1 \
     || fail "nodeguard.failover.$name --syntax-check: $(tail -5 "$work/pb.out")"
   grep -q "^playbook: $installed/playbooks/$name.yml" "$work/pb.out" \

@@ -2,8 +2,8 @@
 
 A user runs the documented commands and nothing else:
 
-    ansible-playbook -i inventory.yml playbooks/tune-failover.yml -e failover_preset=fast
-    ansible-playbook -i inventory.yml playbooks/node-outage.yml -e outage_nodes=<dead node>
+    ansible-playbook -i inventory.yml playbooks/tune_failover.yml -e failover_preset=fast
+    ansible-playbook -i inventory.yml playbooks/node_outage.yml -e outage_nodes=<dead node>
 
 and node-outage waits the fast preset's remediation.not_ready_seconds (20 s), not the stock 60 s.
 Before the tune, the same run says the cluster was never tuned. The lab is put back to stock afterwards:
@@ -73,7 +73,7 @@ def back_to_stock(lab):
     yield
     try:
         lab.reset_lab()  # every node on and Ready: the stock tune below touches all of them
-        stock = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=kubernetes-default",
+        stock = ansible_playbook(lab, "tune_failover.yml", "-e", "failover_preset=kubernetes-default",
                                  "-e", json.dumps({"failover_record_profile": False}))
     finally:
         restore_bytes(lab, kubelet, kubeadm)
@@ -102,7 +102,7 @@ def test_audit_of_the_stock_lab_prints_its_findings_first_and_gates_on_high(lab,
     """The user's first audit: a short report, the one API server on top, and -e audit_fail_on=high fails the run."""
     assert configmap(lab, RECORD_NAMESPACE, RECORD_NAME) is None, "the lab must start untuned (no applied profile)"
     report_file = tmp_path / "stock.json"
-    audit = ansible_playbook(lab, "audit-failover.yml", "-e", "audit_fail_on=high", "-e", f"audit_report_path={report_file}")
+    audit = ansible_playbook(lab, "audit_failover.yml", "-e", "audit_fail_on=high", "-e", f"audit_report_path={report_file}")
     assert audit.returncode != 0, audit.stdout
     screen = audit_screen(audit.stdout)
     report = json.loads(report_file.read_text())
@@ -138,11 +138,11 @@ def test_audit_of_the_stock_lab_prints_its_findings_first_and_gates_on_high(lab,
 def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_stock, tmp_path):
     victim = lab.worker_names()[0]
 
-    never = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}", check=True)
+    never = ansible_playbook(lab, "node_outage.yml", "-e", f"outage_nodes={victim}", check=True)
     assert never.returncode != 0  # the node is Ready: refused, nothing changed
     assert "never tuned" in never.stdout and "not_ready_seconds=60 (stock)" in never.stdout, never.stdout
 
-    tuned = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=fast")
+    tuned = ansible_playbook(lab, "tune_failover.yml", "-e", "failover_preset=fast")
     assert tuned.returncode == 0, tuned.stdout + tuned.stderr
     record = json.loads(configmap(lab, RECORD_NAMESPACE, RECORD_NAME)["data"]["profile.json"])
     assert (record["preset"], record["distribution"]) == ("fast", "kubeadm")
@@ -151,7 +151,7 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
 
     # The demo lab (make demo): tuned fast. The audit passes (no gate by default) and prints its short report.
     report_file = tmp_path / "fast.json"
-    audit = ansible_playbook(lab, "audit-failover.yml", "-e", f"audit_report_path={report_file}")
+    audit = ansible_playbook(lab, "audit_failover.yml", "-e", f"audit_report_path={report_file}")
     assert audit.returncode == 0, audit.stdout + audit.stderr
     screen = audit_screen(audit.stdout)
     assert screen[0].startswith(f"failover audit of kubeadm {lab.K8S_VERSION.lstrip('v')}, {len(nodes(lab))} nodes: applied profile 'fast' (")
@@ -169,14 +169,14 @@ def test_node_outage_after_tune_fast_waits_the_fast_presets_time(lab, back_to_st
     # Past the fast wait (20 s) and the Lease (3 s + 10 s margin), well short of the stock 60 s.
     time.sleep(max(0.0, not_ready_at + 28 - time.monotonic()))
 
-    documented = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}", check=True)
+    documented = ansible_playbook(lab, "node_outage.yml", "-e", f"outage_nodes={victim}", check=True)
     assert documented.returncode == 0, documented.stdout + documented.stderr
     assert "not_ready_seconds=20 (applied-profile)" in documented.stdout, documented.stdout
     assert "applied profile 'fast'" in documented.stdout
 
     # An explicit value wins over the applied profile's. 300 s, far beyond this test's time since NotReady (60 s was
     # too close: on a busy machine the two runs before this one took more than 30 s, and the refusal could not show).
-    explicit = ansible_playbook(lab, "node-outage.yml", "-e", f"outage_nodes={victim}",
+    explicit = ansible_playbook(lab, "node_outage.yml", "-e", f"outage_nodes={victim}",
                                 "-e", "node_outage_not_ready_seconds=300", check=True)
     assert time.monotonic() - not_ready_at < 300, "too slow to show the explicit value's refusal"
     assert explicit.returncode != 0, explicit.stdout
@@ -196,7 +196,7 @@ def test_a_bad_input_of_the_last_play_stops_tune_in_the_plan_and_no_node_changes
     broken["data"]["ClusterConfiguration"] = text.replace(api, "apiVersion: kubeadm.k8s.io/v1beta2", 1)
     lab.kubectl("replace", "-f", "-", stdin=json.dumps(broken))
     try:
-        result = ansible_playbook(lab, "tune-failover.yml", "-e", "failover_preset=fast")
+        result = ansible_playbook(lab, "tune_failover.yml", "-e", "failover_preset=fast")
     finally:
         current = configmap(lab, "kube-system", "kubeadm-config")
         current["data"] = saved["data"]
