@@ -1,5 +1,5 @@
 """Write docs/benchmarks/results.json, the plots and docs/benchmarks/README.md from the raw
-measurements in docs/benchmarks/raw/.
+measurements in docs/benchmarks/raw/ (with --summary, also the summary section of docs/benchmarks/summary.md).
 
     .venv/bin/python bench/report.py --out docs/benchmarks
 
@@ -701,8 +701,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "--power-event --out docs/benchmarks/raw/incident.json",
         "    # 3. control-plane cost, scale mode",
         "    .venv/bin/python bench/cost.py --nodes 100 1000 --window 300 --out docs/benchmarks/raw/cost.json",
-        "    # 4. this page, results.json, the plots and the top-level README's benchmark section",
-        "    .venv/bin/python bench/report.py --out docs/benchmarks --readme README.md",
+        "    # 4. this page, results.json, the plots and the summary (summary.md)",
+        "    .venv/bin/python bench/report.py --out docs/benchmarks --summary docs/benchmarks/summary.md",
         "",
         "## Targets",
         "",
@@ -887,10 +887,10 @@ def dead_connection_lines(results: dict) -> list[str]:
     ]
 
 
-README_START = "<!-- bench-summary:start -->"
-README_END = "<!-- bench-summary:end -->"
-# The README's rows: (label, profile, the shipped trigger of its remediated StatefulSet row, how a user starts it).
-README_ROWS = (
+SUMMARY_START = "<!-- bench-summary:start -->"
+SUMMARY_END = "<!-- bench-summary:end -->"
+# The summary's rows: (label, profile, the shipped trigger of its remediated StatefulSet row, how a user starts it).
+SUMMARY_ROWS = (
     ("Kubernetes defaults", "kubernetes-default", results_module.NODE_WATCH,
      "a cluster never tuned; node-watch.yml starts node-outage, which waits the stock 60 s NotReady"),
     ("`fast` preset", "fast", results_module.NODE_WATCH,
@@ -910,12 +910,12 @@ def summary_cell(entry: dict | None, source: str = "") -> str:
     return f"p50 {_s(entry['p50_s'])} s, p95 {p95}{source} (n={entry['runs']})"
 
 
-def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, runs: list[dict] | tuple = ()) -> list[str]:
-    """The top-level README's benchmark section, between README_START and README_END: the three rows users ask
+def summary_section(results: dict, raw_cost: list[dict], last_run: dict | None, runs: list[dict] | tuple = ()) -> list[str]:
+    """docs/benchmarks/summary.md's section, between SUMMARY_START and SUMMARY_END: the three rows users ask
     about, from results.json, with the targets' verdicts and the heartbeat cost, each labelled measured or modelled."""
     columns = timeline_columns(results)
     lines = [
-        "From [docs/benchmarks/](docs/benchmarks/README.md), written by `bench/report.py` from one `make bench`. "
+        "From [the benchmark page](README.md), written by `bench/report.py` from one `make bench`. "
         + run_record.describe(last_run)
         + f" Kubernetes v{results['kubernetes_version']}, {results['machine']['cpus']} CPUs, real kube-apiserver, "
         "kube-controller-manager, kube-scheduler and etcd; the replacement phase runs on the lab's stand-in workers "
@@ -925,7 +925,7 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
         "| profile | node NotReady | Deployment pod replaced | StatefulSet RWO pod replaced | how it was started |",
         "|---|---|---|---|---|",
     ]
-    for label, profile, trigger, how in README_ROWS:
+    for label, profile, trigger, how in SUMMARY_ROWS:
         alone = columns.get((profile, results_module.NO_REMEDIATION), {})
         led = columns.get((profile, trigger), {})
         not_ready = alone.get("not_ready") or led.get("not_ready")
@@ -951,11 +951,11 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
 
 
 def contention_lines(runs, order: str, predict=None) -> list[str]:
-    """What the README's rows shared the machine with: the 1-minute load average at their runs' power-offs, and the
+    """What the summary's rows shared the machine with: the 1-minute load average at their runs' power-offs, and the
     model's median difference per row from each run's own start (run_differences). [] without runs."""
     predict = predict or profiles.remediated_prediction
     loads, parts = [], []
-    for label, profile, trigger, _how in README_ROWS:
+    for label, profile, trigger, _how in SUMMARY_ROWS:
         loads += [r["load_average_1m"] for r in row_runs(runs, profile, trigger) if r.get("load_average_1m") is not None]
         differences = run_differences(runs, profile, trigger, order, predict)
         if differences:
@@ -971,13 +971,13 @@ def contention_lines(runs, order: str, predict=None) -> list[str]:
     return ["", text]
 
 
-def with_readme_summary(readme: str, summary: list[str]) -> str:
-    """`readme` with the text between its summary markers replaced; every other byte as it was."""
-    if readme.count(README_START) != 1 or readme.count(README_END) != 1:
-        raise ValueError(f"README needs exactly one {README_START} and one {README_END}")
-    head, rest = readme.split(README_START)
-    _old, tail = rest.split(README_END)
-    return head + README_START + "\n" + "\n".join(summary) + "\n" + README_END + tail
+def with_summary_section(page: str, summary: list[str]) -> str:
+    """`page` with the text between its summary markers replaced; every other byte as it was."""
+    if page.count(SUMMARY_START) != 1 or page.count(SUMMARY_END) != 1:
+        raise ValueError(f"the summary page needs exactly one {SUMMARY_START} and one {SUMMARY_END}")
+    head, rest = page.split(SUMMARY_START)
+    _old, tail = rest.split(SUMMARY_END)
+    return head + SUMMARY_START + "\n" + "\n".join(summary) + "\n" + SUMMARY_END + tail
 
 
 def with_added_machine(previous: dict, results: dict, added: list[str], measured: str | None = None) -> dict:
@@ -1020,9 +1020,9 @@ def main() -> int:
     )
     parser.add_argument("--added-real-kubelet", action="store_true", help="the real-kubelet runs are new: as --added, for the real-kubelet rows")
     parser.add_argument(
-        "--readme",
+        "--summary",
         type=Path,
-        help="also write the benchmark section of this README (the top-level one), between its bench-summary markers",
+        help="also write the summary section of this page (docs/benchmarks/summary.md), between its bench-summary markers",
     )
     args = parser.parse_args()
     raw = args.out / "raw"
@@ -1047,9 +1047,9 @@ def main() -> int:
         findings = current.split(FINDINGS_START, 1)[1].split(FINDINGS_END, 1)[0]
     readme.write_text(page(results, raw_cost, raw_incident, findings, runs, last_run))
     print(f"report: {args.out / 'results.json'}, {readme}")
-    if args.readme:
-        args.readme.write_text(with_readme_summary(args.readme.read_text(), readme_summary(results, raw_cost, last_run, runs)))
-        print(f"report: {args.readme}'s benchmark section")
+    if args.summary:
+        args.summary.write_text(with_summary_section(args.summary.read_text(), summary_section(results, raw_cost, last_run, runs)))
+        print(f"report: {args.summary}'s summary section")
     return 0
 
 
