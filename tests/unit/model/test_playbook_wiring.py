@@ -2,7 +2,6 @@
 
 import os
 
-import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
