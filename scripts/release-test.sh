@@ -15,7 +15,8 @@
 #      antsibull-docs lint-collection-docs (documentation markup and references);
 #      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook;
 #      one `module_defaults: group/nodeguard.failover.k8s:` entry reaches every member of the group.
-#   4. antsibull-changelog: fragments lint, and a release dry run on a scratch copy renders CHANGELOG.rst.
+#   4. antsibull-changelog: lint of the user's fragments (changelogs/fragments) and of the development ones
+#      (changelogs/dev-fragments), and a release dry run on a scratch copy renders CHANGELOG.rst.
 # Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path: collections/ holds
 # the installed artifact, empty.cfg is the stock configuration; see tests/integration/release/)
 set -euo pipefail
@@ -164,9 +165,10 @@ ansible-playbook "$repo/tests/unit/release/module_defaults_k8s_group.yml" --chec
 echo "  ok group/nodeguard.failover.k8s reaches node_outage, node_recover, kubernetes.core.k8s_info, k8s_cluster_info"
 
 # 4. Changelog.
-step "antsibull-changelog lint + release dry run"
+step "antsibull-changelog lint (user and development fragments) + release dry run"
 cd "$repo"
 antsibull-changelog lint
+antsibull-changelog lint changelogs/dev-fragments/*.yml
 mkdir -p "$work/changelog"
 git ls-files -z --cached --others --exclude-standard -- galaxy.yml changelogs \
   | tar --null -T - -cf - | tar -xf - -C "$work/changelog"
