@@ -45,9 +45,9 @@ $(head -20 <<< "$leaked")"
 # What ships. keep_out: the development tree (plus every top-level dot file or directory);
 # ships: what users need. Each list is a set of paths (a file, or a directory and all under it).
 keep_out=(lab bench scripts molecule tests docs/benchmarks docs/lab.md docs/lab-bmc.md docs/lab-workers.md
-  docs/redfish-conformance.md docs/version-matrix.json docs/tools changelogs/dev-fragments Makefile ruff.toml ansible.cfg
-  requirements.txt)
-ships=(plugins roles playbooks meta extensions deploy docs changelogs README.md LICENSE)
+  docs/redfish-conformance.md docs/version-matrix.json docs/tools changelogs/dev-fragments changelogs/.plugin-cache.yaml
+  Makefile ruff.toml ansible.cfg requirements.txt)
+ships=(plugins roles playbooks meta extensions deploy docs changelogs CHANGELOG.rst README.md LICENSE)
 paths_re() { local IFS='|'; local joined="$*"; printf '^(%s)(/|$)' "${joined//./\\.}"; }
 keep_out_re="$(paths_re "${keep_out[@]}")|^\."
 ships_re=$(paths_re "${ships[@]}")
