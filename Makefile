@@ -11,9 +11,9 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
         test-unit test-lint test-sanity test-molecule test-integration test-eda test-release bench \
         ee test-ee
 
-## demo: set up, start the lab, tune it with playbooks/tune-failover.yml and roll the workloads that keep the old tolerations
+## demo: set up, start the lab, tune it with playbooks/tune_failover.yml and roll the workloads that keep the old tolerations
 demo: setup lab-up
-	ansible-playbook -i lab/.state/inventory.yml playbooks/tune-failover.yml -e failover_preset=fast -e failover_roll_workloads=true
+	ansible-playbook -i lab/.state/inventory.yml playbooks/tune_failover.yml -e failover_preset=fast -e failover_roll_workloads=true
 
 ## test: set up and run every test part; a failing part does not stop the others.
 ## Ends with one summary line per part and exits non-zero if any part failed.

@@ -1,4 +1,4 @@
-"""Overhead of playbooks/node-outage.yml itself, in scale mode: one node with many pods in a big
+"""Overhead of playbooks/node_outage.yml itself, in scale mode: one node with many pods in a big
 cluster. The playbook runs with its own audited identity, so the apiserver's audit log holds
 exactly its requests; its own time is its wall time minus the steps that wait for Kubernetes
 (delete-pods, detach-volumes, verify-replacements, from the incident record it returns). The bytes it
@@ -284,7 +284,7 @@ def run_playbook(node: str, power_event_time: str | None = None, kubeconfig: str
            "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
     started = time.monotonic()
     result = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", "localhost,",
-                             str(REPO / "playbooks" / "node-outage.yml"), "-e", json.dumps(extra)],
+                             str(REPO / "playbooks" / "node_outage.yml"), "-e", json.dumps(extra)],
                             capture_output=True, text=True, cwd=REPO, env=env, check=False)
     wall = time.monotonic() - started
     record: dict = {}
@@ -307,7 +307,7 @@ def measure(nodes: int, pods: int, on_node: int, profile: str, power_event: bool
     subprocess.run([str(SCALE_SH), "up", str(nodes), "--profile", profile], check=True)
     subprocess.run([str(SCALE_SH), "pods", str(pods), "--node", victim, "--on-node", str(on_node)], check=True)
     wait_pods_running(victim, on_node)
-    # node-outage.yml keeps its lock Lease there and does not create the namespace itself.
+    # node_outage.yml keeps its lock Lease there and does not create the namespace itself.
     subprocess.run([str(scale.K8S_BIN / "kubectl"), f"--kubeconfig={scale.kubeconfig()}", "create", "namespace",
                     "nodeguard-system"], check=False)
     before = audit_lines()

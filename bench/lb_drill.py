@@ -4,7 +4,7 @@ comes back. Recorded per run, from the API server directly (the host's admin.kub
 LB, as an operator's path or the controllers' own does):
 
 - which nodes went NotReady and when (polled every 0.5 s), which taints appeared and who set them;
-- node-outage (playbooks/node-outage.yml, the remediation ServiceAccount, the node's BMC from the
+- node-outage (playbooks/node_outage.yml, the remediation ServiceAccount, the node's BMC from the
   inventory) started for one worker as soon as two nodes are NotReady: its refusal and reason;
 - the controller-manager's disruption-mode log lines; every pod deletion (pod UIDs before/after,
   deletionTimestamp seen);
@@ -189,7 +189,7 @@ def remediator_vars(core: client.CoreV1Api, workdir: Path) -> dict:
 
 
 def run_node_outage(core: client.CoreV1Api, node: str, workdir: Path, result: dict) -> None:
-    """playbooks/node-outage.yml for one node with the lab inventory (its BMC) and stock settings."""
+    """playbooks/node_outage.yml for one node with the lab inventory (its BMC) and stock settings."""
     variables = dict(remediator_vars(core, workdir), outage_nodes=[node])
     vars_file = workdir / "vars.json"
     vars_file.write_text(json.dumps(variables))
@@ -197,7 +197,7 @@ def run_node_outage(core: client.CoreV1Api, node: str, workdir: Path, result: di
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
     result["started"] = now()
     done = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(STATE / "inventory.yml"),
-                           str(REPO / "playbooks" / "node-outage.yml"), "-e", f"@{vars_file}"],
+                           str(REPO / "playbooks" / "node_outage.yml"), "-e", f"@{vars_file}"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=600, check=False)
     result["finished"] = now()
     output = done.stdout + done.stderr

@@ -17,7 +17,7 @@ LABELS = {
     "endpoint_removed": "endpoint not ready",
     "deployment_replaced": "Deployment pod replaced",
     "statefulset_replaced_unremediated": "StatefulSet pod replaced (no remediation)",
-    "statefulset_replaced": "StatefulSet pod replaced (node-outage.yml)",
+    "statefulset_replaced": "StatefulSet pod replaced (node_outage.yml)",
 }
 
 

@@ -1,5 +1,5 @@
 """Write docs/benchmarks/results.json, the plots and docs/benchmarks/README.md from the raw
-measurements in docs/benchmarks/raw/.
+measurements in docs/benchmarks/raw/ (with --summary, also the summary section of docs/benchmarks/summary.md).
 
     .venv/bin/python bench/report.py --out docs/benchmarks
 
@@ -418,7 +418,7 @@ def target_lines(results: dict, raw_cost: list[dict], runs: list[dict] | tuple =
         f"- `deployment_replaced` ≤ 40 s: fast {verdict(median('fast', 'deployment_replaced'), 40)}; "
         f"aggressive {verdict(median('aggressive', 'deployment_replaced'), 40)}; "
         f"balanced {verdict(median('balanced', 'deployment_replaced'), 40)}",
-        "- `statefulset_replaced` with node-outage.yml ≤ 60 s: "
+        "- `statefulset_replaced` with node_outage.yml ≤ 60 s: "
         + "; ".join(f"{p} {verdict(median(p, 'statefulset_replaced'), 60)}" for p in profiles.ALL_PROFILES),
         "- With defaults and no remediation the StatefulSet pod is never replaced: " + never_replaced,
     ]
@@ -701,8 +701,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "--power-event --out docs/benchmarks/raw/incident.json",
         "    # 3. control-plane cost, scale mode",
         "    .venv/bin/python bench/cost.py --nodes 100 1000 --window 300 --out docs/benchmarks/raw/cost.json",
-        "    # 4. this page, results.json, the plots and the top-level README's benchmark section",
-        "    .venv/bin/python bench/report.py --out docs/benchmarks --readme README.md",
+        "    # 4. this page, results.json, the plots and the summary (summary.md)",
+        "    .venv/bin/python bench/report.py --out docs/benchmarks --summary docs/benchmarks/summary.md",
         "",
         "## Targets",
         "",
@@ -719,7 +719,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "Cell: median (p95, min-max, n = runs). A column per profile and `trigger` (results.json's field): what "
         "started node-outage in its runs: `node-watch.yml` or `power-events.yml` (the shipped rulebook in a real "
         "ansible-rulebook; the benchmark only powers the victim off), `bench-watch` (the benchmark's own watch starts "
-        "node-outage.yml the moment the node is NotReady: a comparison row, not what a user runs), or none (the "
+        "node_outage.yml the moment the node is NotReady: a comparison row, not what a user runs), or none (the "
         "profile's name alone: Kubernetes without remediation). results.json also gives `p50_s` and `p95_s`: nearest "
         "rank (the value of rank ceil(p/100 * n) in ascending order, never interpolated; p95 of fewer than 20 runs "
         "is the maximum; p50 of an even n is the lower middle value, where the median averages the two). "
@@ -743,8 +743,8 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "allowed (docs/eda.md, node watch; bench/node_watch_chain.py); its source emits node-down at NotReady and the "
         "rulebook runs node-outage with `nodeguard_node_watch_proof_timeout` (150 s), so it waits for its proofs "
         "(NotReady for `node_outage_not_ready_seconds`, Lease stale, BMC reads Off) instead of refusing. The "
-        "`bench-watch` runs start playbooks/node-outage.yml from the benchmark's own watch at NotReady instead. "
-        "bench/timeline.py runs the documented commands: a preset is applied with `tune-failover.yml -e "
+        "`bench-watch` runs start playbooks/node_outage.yml from the benchmark's own watch at NotReady instead. "
+        "bench/timeline.py runs the documented commands: a preset is applied with `tune_failover.yml -e "
         "failover_preset=<preset>` first, and node-outage gets no timing variable, so it takes its NotReady wait from "
         "the applied profile (the preset's `remediation.not_ready_seconds`: fast 20 s, aggressive 10 s, balanced 60 s), "
         "and the stock 60 s for kubernetes-default and seed-001, which are written without tune-failover. "
@@ -815,7 +815,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "How it is measured (bench/timeline.py, event-led runs; tests/integration/eda/power_event_chain.py): the lab "
         "keeps its stock heartbeat settings. A real ansible-rulebook runs extensions/eda/rulebooks/power-events.yml "
-        "(TLS, bearer token) with the workers mapped, and playbooks/power-event-subscriptions.yml subscribes each "
+        "(TLS, bearer token) with the workers mapped, and playbooks/power_event_subscriptions.yml subscribes each "
         "worker's Redfish BMC to it. The power-off through the BMC is the only action: the BMC posts "
         "ResourcePoweredOff, the rulebook runs nodeguard.failover.node_outage with node_outage_power_event_time, "
         "which waits inside for its proofs (Lease silent since the event and older than renew interval + margin, "
@@ -835,7 +835,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         *event_incident_lines(raw_incident),
         "",
-        "API requests (bench/incident.py --power-event): scale mode, stock profile; node-outage.yml is started right "
+        "API requests (bench/incident.py --power-event): scale mode, stock profile; node_outage.yml is started right "
         "at the node's power-off (kwok stops managing it) with `node_outage_power_event_time`, as the rulebook "
         "starts it, and waits inside for its Lease proof; the power reading is a command hook that reports Off (no "
         "BMC in scale mode, identity opted out with a reason). Counted from the apiserver's audit log of the "
@@ -858,7 +858,7 @@ def page(results: dict, raw_cost: list[dict], raw_incident: dict | None, finding
         "",
         "How it is measured (bench/incident.py): scale mode with the `kubernetes-default` profile; the pods are created bound "
         "(no scheduler) and kwok runs them. Power-off of the node is kwok no longer managing it. Once the node is "
-        "NotReady for the playbook's 60 s proof, node-outage.yml runs with its own token; the apiserver's audit "
+        "NotReady for the playbook's 60 s proof, node_outage.yml runs with its own token; the apiserver's audit "
         "policy logs every request of that identity and, from everyone else, only pod deletes, so `API requests` is "
         "exactly the playbook's requests (audit events at ResponseComplete). `pod deletes by who`: the pod deletes "
         "the apiserver carried out after the run's start, by identity (node-outage; `nodeguard-scale-admin` is the "
@@ -887,14 +887,14 @@ def dead_connection_lines(results: dict) -> list[str]:
     ]
 
 
-README_START = "<!-- bench-summary:start -->"
-README_END = "<!-- bench-summary:end -->"
-# The README's rows: (label, profile, the shipped trigger of its remediated StatefulSet row, how a user starts it).
-README_ROWS = (
+SUMMARY_START = "<!-- bench-summary:start -->"
+SUMMARY_END = "<!-- bench-summary:end -->"
+# The summary's rows: (label, profile, the shipped trigger of its remediated StatefulSet row, how a user starts it).
+SUMMARY_ROWS = (
     ("Kubernetes defaults", "kubernetes-default", results_module.NODE_WATCH,
      "a cluster never tuned; node-watch.yml starts node-outage, which waits the stock 60 s NotReady"),
     ("`fast` preset", "fast", results_module.NODE_WATCH,
-     "`tune-failover.yml -e failover_preset=fast`, then node-watch.yml; node-outage waits the recorded 20 s"),
+     "`tune_failover.yml -e failover_preset=fast`, then node-watch.yml; node-outage waits the recorded 20 s"),
     ("power event, stock heartbeats", "power-event", results_module.POWER_EVENTS,
      "the lab BMC's Redfish event, through power-events.yml"),
 )
@@ -910,12 +910,12 @@ def summary_cell(entry: dict | None, source: str = "") -> str:
     return f"p50 {_s(entry['p50_s'])} s, p95 {p95}{source} (n={entry['runs']})"
 
 
-def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, runs: list[dict] | tuple = ()) -> list[str]:
-    """The top-level README's benchmark section, between README_START and README_END: the three rows users ask
+def summary_section(results: dict, raw_cost: list[dict], last_run: dict | None, runs: list[dict] | tuple = ()) -> list[str]:
+    """docs/benchmarks/summary.md's section, between SUMMARY_START and SUMMARY_END: the three rows users ask
     about, from results.json, with the targets' verdicts and the heartbeat cost, each labelled measured or modelled."""
     columns = timeline_columns(results)
     lines = [
-        "From [docs/benchmarks/](docs/benchmarks/README.md), written by `bench/report.py` from one `make bench`. "
+        "From [the benchmark page](README.md), written by `bench/report.py` from one `make bench`. "
         + run_record.describe(last_run)
         + f" Kubernetes v{results['kubernetes_version']}, {results['machine']['cpus']} CPUs, real kube-apiserver, "
         "kube-controller-manager, kube-scheduler and etcd; the replacement phase runs on the lab's stand-in workers "
@@ -925,7 +925,7 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
         "| profile | node NotReady | Deployment pod replaced | StatefulSet RWO pod replaced | how it was started |",
         "|---|---|---|---|---|",
     ]
-    for label, profile, trigger, how in README_ROWS:
+    for label, profile, trigger, how in SUMMARY_ROWS:
         alone = columns.get((profile, results_module.NO_REMEDIATION), {})
         led = columns.get((profile, trigger), {})
         not_ready = alone.get("not_ready") or led.get("not_ready")
@@ -951,11 +951,11 @@ def readme_summary(results: dict, raw_cost: list[dict], last_run: dict | None, r
 
 
 def contention_lines(runs, order: str, predict=None) -> list[str]:
-    """What the README's rows shared the machine with: the 1-minute load average at their runs' power-offs, and the
+    """What the summary's rows shared the machine with: the 1-minute load average at their runs' power-offs, and the
     model's median difference per row from each run's own start (run_differences). [] without runs."""
     predict = predict or profiles.remediated_prediction
     loads, parts = [], []
-    for label, profile, trigger, _how in README_ROWS:
+    for label, profile, trigger, _how in SUMMARY_ROWS:
         loads += [r["load_average_1m"] for r in row_runs(runs, profile, trigger) if r.get("load_average_1m") is not None]
         differences = run_differences(runs, profile, trigger, order, predict)
         if differences:
@@ -971,13 +971,13 @@ def contention_lines(runs, order: str, predict=None) -> list[str]:
     return ["", text]
 
 
-def with_readme_summary(readme: str, summary: list[str]) -> str:
-    """`readme` with the text between its summary markers replaced; every other byte as it was."""
-    if readme.count(README_START) != 1 or readme.count(README_END) != 1:
-        raise ValueError(f"README needs exactly one {README_START} and one {README_END}")
-    head, rest = readme.split(README_START)
-    _old, tail = rest.split(README_END)
-    return head + README_START + "\n" + "\n".join(summary) + "\n" + README_END + tail
+def with_summary_section(page: str, summary: list[str]) -> str:
+    """`page` with the text between its summary markers replaced; every other byte as it was."""
+    if page.count(SUMMARY_START) != 1 or page.count(SUMMARY_END) != 1:
+        raise ValueError(f"the summary page needs exactly one {SUMMARY_START} and one {SUMMARY_END}")
+    head, rest = page.split(SUMMARY_START)
+    _old, tail = rest.split(SUMMARY_END)
+    return head + SUMMARY_START + "\n" + "\n".join(summary) + "\n" + SUMMARY_END + tail
 
 
 def with_added_machine(previous: dict, results: dict, added: list[str], measured: str | None = None) -> dict:
@@ -1020,9 +1020,9 @@ def main() -> int:
     )
     parser.add_argument("--added-real-kubelet", action="store_true", help="the real-kubelet runs are new: as --added, for the real-kubelet rows")
     parser.add_argument(
-        "--readme",
+        "--summary",
         type=Path,
-        help="also write the benchmark section of this README (the top-level one), between its bench-summary markers",
+        help="also write the summary section of this page (docs/benchmarks/summary.md), between its bench-summary markers",
     )
     args = parser.parse_args()
     raw = args.out / "raw"
@@ -1047,9 +1047,9 @@ def main() -> int:
         findings = current.split(FINDINGS_START, 1)[1].split(FINDINGS_END, 1)[0]
     readme.write_text(page(results, raw_cost, raw_incident, findings, runs, last_run))
     print(f"report: {args.out / 'results.json'}, {readme}")
-    if args.readme:
-        args.readme.write_text(with_readme_summary(args.readme.read_text(), readme_summary(results, raw_cost, last_run, runs)))
-        print(f"report: {args.readme}'s benchmark section")
+    if args.summary:
+        args.summary.write_text(with_summary_section(args.summary.read_text(), summary_section(results, raw_cost, last_run, runs)))
+        print(f"report: {args.summary}'s summary section")
     return 0
 
 

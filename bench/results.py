@@ -183,7 +183,7 @@ def rulebook_led(run: dict) -> bool:
 
 
 def remediation_failed(run: dict) -> bool:
-    """A bench-watch run whose node-outage.yml never succeeded measures the playbook, not failover.
+    """A bench-watch run whose node_outage.yml never succeeded measures the playbook, not failover.
     (A rulebook-led run is never left out: its chain starting nothing is what it measures.)"""
     attempts = run.get("playbook_attempts") or []
     return run["remediated"] and not rulebook_led(run) and not any(a["rc"] == 0 for a in attempts) and run["milestones"].get("statefulset_replaced") is None
@@ -253,7 +253,7 @@ def _trigger_entries(mine: list[dict], profile: str, trigger: str) -> list[dict]
             what = "never happened" if len(missing) == len(used) else f"not reached in {len(missing)} of {len(used)} runs"
             entry["note"] = f"{what} within the cap of {cap} after power-off"
         if failed:
-            note = f"{len(failed)} run(s) left out: node-outage.yml never succeeded in them (see raw/timelines.json)"
+            note = f"{len(failed)} run(s) left out: node_outage.yml never succeeded in them (see raw/timelines.json)"
             entry["note"] = f"{entry['note']}; {note}" if "note" in entry else note
         entries.append(entry)
     return entries

@@ -163,10 +163,10 @@ rm -f "$out/raw/cost.json"
   --seconds "$(( $(date +%s) - bench_started_s ))" --load-before "$load_before" --failed "$failed" \
   --quick "$quick" --commit "$(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 echo "bench: results, plots, page"
-# A full run into the repository's docs/benchmarks/ also rewrites the top-level README's benchmark section.
-readme_args=()
-if ! $quick && [ "$out" = "$repo/docs/benchmarks" ]; then readme_args=(--readme "$repo/README.md"); fi
-"$python" bench/report.py --out "$out" "${readme_args[@]}"
+# A full run into the repository's docs/benchmarks/ also rewrites the summary section of docs/benchmarks/summary.md.
+summary_args=()
+if ! $quick && [ "$out" = "$repo/docs/benchmarks" ]; then summary_args=(--summary "$repo/docs/benchmarks/summary.md"); fi
+"$python" bench/report.py --out "$out" "${summary_args[@]}"
 if [ "$failed" != 0 ]; then
   echo "bench: done, but a timeline group failed (see $logs/timelines-*.log)" >&2
   exit 1

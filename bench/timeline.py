@@ -8,7 +8,7 @@ Three kinds of run per heartbeat profile (--kinds), each recorded with its `trig
 - unremediated: nothing but Kubernetes. Records not_ready, unreachable_taint, endpoint_removed,
   deployment_replaced and statefulset_replaced_unremediated (given up after a cap).
 - remediated (trigger node-watch.yml): the documented commands only. Before a preset's remediated runs,
-  tune-failover.yml -e failover_preset=<preset> (it records the applied profile in the cluster); the reference
+  tune_failover.yml -e failover_preset=<preset> (it records the applied profile in the cluster); the reference
   profiles are never tuned. A real ansible-rulebook runs extensions/eda/rulebooks/node-watch.yml with its shipped
   variables file, the lab's kubeconfig and its workers allowed (bench/node_watch_chain.py, docs/eda.md "Node
   watch"); the benchmark powers the victim off and only observes: the source's node-down -> the rulebook ->
@@ -17,7 +17,7 @@ Three kinds of run per heartbeat profile (--kinds), each recorded with its `trig
   proofs hold: that NotReady time, a stale Lease and the BMC reading Off. Every milestone is recorded, also
   deployment_replaced (node-outage deletes the Deployment's pod too).
 - bench-watch (trigger bench-watch): a separate, labelled row for comparison: the benchmark's own watch starts
-  playbooks/node-outage.yml -e outage_nodes=<node> the moment the node is NotReady (no rulebook), with
+  playbooks/node_outage.yml -e outage_nodes=<node> the moment the node is NotReady (no rulebook), with
   node_outage_proof_timeout up to the cap. Records statefulset_replaced (and the detection milestones);
   deployment_replaced is left out there (taken from unremediated runs only).
 
@@ -75,7 +75,7 @@ UNREMEDIATED_GRACE = 30.0
 # What a profile's runs are: Kubernetes alone; node-outage started by the shipped node-watch.yml (the remediated row);
 # node-outage started by the benchmark's own watch at NotReady (a separate row, trigger bench-watch).
 KINDS = ("unremediated", "remediated", "bench-watch")
-# node-outage.yml keeps its lock Lease in this namespace; it does not create it.
+# node_outage.yml keeps its lock Lease in this namespace; it does not create it.
 LOCK_NAMESPACE = "nodeguard-system"
 
 
@@ -282,7 +282,7 @@ def power_off_and_time(victim: str) -> float:
 
 
 def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, deadline: float, log: dict) -> None:
-    """Start node-outage.yml when the node is NotReady; it waits for its proofs until the cap.
+    """Start node_outage.yml when the node is NotReady; it waits for its proofs until the cap.
     Re-run if it still refuses (a proof that never held within the cap ends the run anyway)."""
     marks.wait(("not_ready",), deadline)
     attempts = []
@@ -297,7 +297,7 @@ def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, dead
                 str(REPO / ".venv" / "bin" / "ansible-playbook"),
                 "-i",
                 str(lablib.STATE / "inventory.yml"),
-                str(REPO / "playbooks" / "node-outage.yml"),
+                str(REPO / "playbooks" / "node_outage.yml"),
                 "-e",
                 json.dumps(timings),
             ],
@@ -319,7 +319,7 @@ def run_remediation(victim: str, not_ready_seconds: int, marks: Milestones, dead
 
 
 def tune_like_a_user(preset: str) -> None:
-    """ansible-playbook playbooks/tune-failover.yml -e failover_preset=<preset>, as the README says."""
+    """ansible-playbook playbooks/tune_failover.yml -e failover_preset=<preset>, as the README says."""
     env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{REPO}/.venv/bin:{os.environ['PATH']}"}
     lablib.reset_lab(timeout=300)  # every node on and Ready: the tune touches all of them
     result = subprocess.run(
@@ -327,7 +327,7 @@ def tune_like_a_user(preset: str) -> None:
             str(REPO / ".venv" / "bin" / "ansible-playbook"),
             "-i",
             str(lablib.STATE / "inventory.yml"),
-            str(REPO / "playbooks" / "tune-failover.yml"),
+            str(REPO / "playbooks" / "tune_failover.yml"),
             "-e",
             f"failover_preset={preset}",
         ],
@@ -338,8 +338,8 @@ def tune_like_a_user(preset: str) -> None:
         check=False,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"tune-failover.yml -e failover_preset={preset} failed:\n{result.stdout[-3000:]}")
-    print(f"timeline: tune-failover.yml -e failover_preset={preset}: ok", flush=True)
+        raise RuntimeError(f"tune_failover.yml -e failover_preset={preset} failed:\n{result.stdout[-3000:]}")
+    print(f"timeline: tune_failover.yml -e failover_preset={preset}: ok", flush=True)
     lablib.wait_for(lablib.lab_is_up, timeout=300, interval=2, what="kube-apiserver ready")
 
 
@@ -451,7 +451,7 @@ def one_run(profile: str, remediated: bool, cap_seconds: float, chains=None, vic
 
 
 def remediation_not_ready_seconds(profile: str) -> int:
-    """What node-outage.yml is given: the model's recommendation for our presets; the role's
+    """What node_outage.yml is given: the model's recommendation for our presets; the role's
     default for the reference profiles (a user who did not adopt a preset keeps the defaults)."""
     if profile in profiles.REFERENCE_PROFILES:
         return profiles.node_outage_default("node_outage_not_ready_seconds")

@@ -25,8 +25,8 @@ CONFIGURE_AWX = REPO / "docs" / "awx" / "configure-awx.yml"
 BASES = ("node-failover", "power-events", "power-poll", "node-watch")
 # run_playbook's name (a variable of the base's vars file) -> the playbook its default names
 PLAYBOOKS = {
-    "{{ nodeguard_outage_playbook }}": "playbooks/node-outage.yml",
-    "{{ nodeguard_recover_playbook }}": "playbooks/node-recover.yml",
+    "{{ nodeguard_outage_playbook }}": "playbooks/node_outage.yml",
+    "{{ nodeguard_recover_playbook }}": "playbooks/node_recover.yml",
 }
 ORGANIZATION = "{{ awx_organization }}"
 

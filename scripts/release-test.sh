@@ -6,14 +6,19 @@
 #      configuration), and every file users need (plugins, roles, playbooks, meta, extensions, deploy,
 #      docs, changelogs, README.md, LICENSE). The two lists below are the policy; galaxy.yml
 #      build_ignore is how it is carried out.
-#   2. Install it into a clean collections path (dependencies come from the ansible package, offline).
+#      The unpacked artifact stays within its size budget, and every relative link of a shipped Markdown page
+#      resolves inside the artifact (the docs work from the installed collection).
+#   2. Install it the way the README says: `ansible-galaxy collection install -r requirements.yml -p <dir>`,
+#      the requirements file naming the tarball (type: file), into an empty directory, with a stock
+#      configuration (ANSIBLE_CONFIG an empty file); --offline: the dependencies come from the ansible package.
 #   3. From that installed copy only: ansible-doc for every module, filter and role by FQCN;
 #      antsibull-docs lint-collection-docs (documentation markup and references);
-#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook alias;
+#      `ansible-playbook nodeguard.failover.<playbook> --syntax-check` for every playbook;
 #      one `module_defaults: group/nodeguard.failover.k8s:` entry reaches every member of the group.
-#   4. antsibull-changelog: fragments lint, and a release dry run on a scratch copy renders CHANGELOG.rst.
-# Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path; its
-# ansible.cfg points at the installed artifact, see tests/integration/release/)
+#   4. antsibull-changelog: lint of the user's fragments (changelogs/fragments) and of the development ones
+#      (changelogs/dev-fragments), and a release dry run on a scratch copy renders CHANGELOG.rst.
+# Usage: scripts/release-test.sh [--keep]   (--keep leaves the temp dir and prints its path: collections/ holds
+# the installed artifact, empty.cfg is the stock configuration; see tests/integration/release/)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -39,8 +44,10 @@ $(head -20 <<< "$leaked")"
 
 # What ships. keep_out: the development tree (plus every top-level dot file or directory);
 # ships: what users need. Each list is a set of paths (a file, or a directory and all under it).
-keep_out=(lab bench scripts molecule tests docs/benchmarks/raw docs/tools Makefile ruff.toml ansible.cfg requirements.txt)
-ships=(plugins roles playbooks meta extensions deploy docs changelogs README.md LICENSE)
+keep_out=(lab bench scripts molecule tests docs/benchmarks docs/lab.md docs/lab-bmc.md docs/lab-workers.md
+  docs/redfish-conformance.md docs/version-matrix.json docs/tools changelogs/dev-fragments changelogs/.plugin-cache.yaml
+  Makefile ruff.toml ansible.cfg requirements.txt)
+ships=(plugins roles playbooks meta extensions deploy docs changelogs CHANGELOG.rst README.md LICENSE)
 paths_re() { local IFS='|'; local joined="$*"; printf '^(%s)(/|$)' "${joined//./\\.}"; }
 keep_out_re="$(paths_re "${keep_out[@]}")|^\."
 ships_re=$(paths_re "${ships[@]}")
@@ -61,20 +68,49 @@ for f in README.md LICENSE meta/runtime.yml meta/execution-environment.yml $ee_f
 done
 echo "  ok $(wc -l < "$work/artifact-files") files: ${ships[*]}; none of ${keep_out[*]} or top-level dot files"
 
-# 2. Install into a clean collections path; nothing of the work tree is visible from here on.
-step "ansible-galaxy collection install (clean path, offline)"
-mkdir -p "$work/run"
-cat > "$work/ansible.cfg" <<CFG
-[defaults]
-collections_path = $work/collections
-interpreter_python = auto_silent
-retry_files_enabled = false
-CFG
-export ANSIBLE_CONFIG="$work/ansible.cfg"
-unset ANSIBLE_COLLECTIONS_PATH ANSIBLE_COLLECTIONS_PATHS
+# Size: the artifact is what users run (2.4 MiB unpacked at 0.1.0); the budget leaves room to grow, while the
+# workshop (the benchmark pages alone are 0.65 MiB) does not fit.
+budget_kib=2800
+mkdir -p "$work/unpacked" && tar -xzf "$artifact" -C "$work/unpacked"
+size_kib=$(du -sk --apparent-size "$work/unpacked" | cut -f1)
+[ "$size_kib" -le "$budget_kib" ] || fail "the unpacked artifact is $size_kib KiB, above its budget of $budget_kib KiB; largest:
+$(cd "$work/unpacked" && du -ak --apparent-size . | sort -rn | sed -n '2,11p')"
+echo "  ok unpacked $size_kib KiB (budget $budget_kib KiB)"
+# README.md is also the source tree's front page: its "Develop and test" links may point at development pages
+# (keep_out) that the source tree holds; every other link, and every link of every other page, resolves in the artifact.
+broken=$(cd "$work/unpacked" && python - "$repo" "$keep_out_re" <<'PY'
+import pathlib, re, sys
+repo, keep_out = pathlib.Path(sys.argv[1]), re.compile(sys.argv[2])
+link = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+for page in sorted(pathlib.Path(".").rglob("*.md")):
+    for target in link.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target) or (page.parent / target).exists():
+            continue
+        if str(page) == "README.md" and keep_out.search(target) and (repo / target).exists():
+            continue
+        print(f"{page}: {target}")
+PY
+)
+[ -z "$broken" ] || fail "shipped pages link to files the artifact does not hold:
+$broken"
+echo "  ok every relative link of the shipped Markdown pages resolves inside the artifact"
+
+# 2. Install as the README says, into an empty directory with a stock configuration; nothing of the work tree is
+#    visible from here on. ANSIBLE_CONFIG names an empty file (an absent one would fall back to ~/.ansible.cfg or
+#    /etc/ansible/ansible.cfg), and the installed copy is found through ANSIBLE_COLLECTIONS_PATH alone.
+step "ansible-galaxy collection install -r requirements.yml (empty directory, stock configuration)"
+mkdir -p "$work/run" "$work/collections"
+: > "$work/empty.cfg"
+printf 'collections:\n  - name: %s\n    type: file\n' "$artifact" > "$work/run/requirements.yml"
+export ANSIBLE_CONFIG="$work/empty.cfg"
+unset ANSIBLE_COLLECTIONS_PATHS
+export ANSIBLE_COLLECTIONS_PATH="$work/collections"
 cd "$work/run"
-ansible-galaxy collection install --offline -p "$work/collections" "$artifact" >/dev/null
+[ -z "$(ls -A "$work/collections")" ] || fail "$work/collections is not empty"
+ansible-galaxy collection install --offline -r requirements.yml -p "$work/collections" >"$work/install.out" 2>&1 \
+  || fail "ansible-galaxy collection install -r requirements.yml: $(tail -5 "$work/install.out")"
 installed="$work/collections/ansible_collections/nodeguard/failover"
+[ -f "$installed/MANIFEST.json" ] || fail "requirements.yml did not install nodeguard.failover into $work/collections"
 found_at=$(ansible-galaxy collection list nodeguard.failover --format json \
   | python -c 'import json, sys; print(" ".join(json.load(sys.stdin)))')
 [ "$found_at" = "$work/collections/ansible_collections" ] \
@@ -109,16 +145,13 @@ step "antsibull-docs lint-collection-docs --plugin-docs"
 (cd "$installed" && antsibull-docs lint-collection-docs --plugin-docs --skip-rstcheck .) \
   || fail "antsibull-docs lint-collection-docs found documentation errors (above)"
 
-# 3c. Playbooks by FQCN. Collection playbook names must be identifiers, so each hyphenated
-#     playbook has an underscore alias; every alias must resolve and pass --syntax-check.
+# 3c. Playbooks by FQCN. Collection playbook names must be identifiers: one name per playbook, the
+#     FQCN one; every playbook must resolve and pass --syntax-check.
 step "ansible-playbook <FQCN> --syntax-check"
 echo "all: {children: {control_plane: {hosts: {cp1: {}}}, workers: {hosts: {worker1: {}}}}}" > "$work/inventory.yml"
 for pb in "$installed"/playbooks/*.yml; do
   name=$(basename "$pb" .yml)
-  if [[ "$name" == *-* ]]; then
-    [ -f "$installed/playbooks/${name//-/_}.yml" ] || fail "playbook $name has no FQCN alias playbooks/${name//-/_}.yml"
-    continue
-  fi
+  [[ "$name" =~ ^[a-z_][a-z0-9_]*$ ]] || fail "playbook $name cannot run by FQCN (name it with letters, digits and _)"
   ansible-playbook -i "$work/inventory.yml" "nodeguard.failover.$name" --syntax-check >"$work/pb.out" 2>&1 \
     || fail "nodeguard.failover.$name --syntax-check: $(tail -5 "$work/pb.out")"
   grep -q "^playbook: $installed/playbooks/$name.yml" "$work/pb.out" \
@@ -133,9 +166,10 @@ ansible-playbook "$repo/tests/unit/release/module_defaults_k8s_group.yml" --chec
 echo "  ok group/nodeguard.failover.k8s reaches node_outage, node_recover, kubernetes.core.k8s_info, k8s_cluster_info"
 
 # 4. Changelog.
-step "antsibull-changelog lint + release dry run"
+step "antsibull-changelog lint (user and development fragments) + release dry run"
 cd "$repo"
 antsibull-changelog lint
+antsibull-changelog lint changelogs/dev-fragments/*.yml
 mkdir -p "$work/changelog"
 git ls-files -z --cached --others --exclude-standard -- galaxy.yml changelogs \
   | tar --null -T - -cf - | tar -xf - -C "$work/changelog"

@@ -113,7 +113,7 @@ def kubeconfig() -> str:
     return str(STATE / "admin.kubeconfig")
 
 
-# A second identity, audited: the incident benchmark runs node-outage.yml with it, and the audit
+# A second identity, audited: the incident benchmark runs node_outage.yml with it, and the audit
 # log then holds every request the playbook made. From everyone else it holds only pod deletes, with
 # their options (gracePeriodSeconds 0 is a force-delete), so that the benchmark can say who removed
 # the victim's pods: node-outage, or the controller manager (its PodGC force-deletes the terminating

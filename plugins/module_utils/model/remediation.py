@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How long node-outage.yml should see a node NotReady before it acts, for one profile.
+"""How long node_outage.yml should see a node NotReady before it acts, for one profile.
 
 The recommendation is the profile's unreachable toleration: by then Kubernetes itself has evicted
 the node's pods, and the run only finishes what the eviction cannot (pods with RWO volumes stay

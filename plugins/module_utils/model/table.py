@@ -15,7 +15,7 @@ LABELS = {
     "deployment_replaced": "Deployment pod replaced",
     "force_detach": "volumes force-detached",
     "statefulset_replaced_unremediated": "StatefulSet pod replaced (alone)",
-    "statefulset_replaced": "StatefulSet pod replaced (node-outage.yml)",
+    "statefulset_replaced": "StatefulSet pod replaced (node_outage.yml)",
     "dead_tcp_in_flight": "dead TCP (data in flight)",
     "dead_tcp_idle": "dead TCP (idle, keepalive)",
 }

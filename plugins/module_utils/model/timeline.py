@@ -93,7 +93,7 @@ def predict_timeline(timings: Timings, remediation: dict | None = None) -> dict:
         "statefulset_replaced_unremediated": _never(
             "the pod stays Terminating until the node returns, is deleted, or gets the out-of-service taint"),
         "statefulset_replaced": _window(remediated["min"], remediated["expected"], remediated["max"],
-                                        f"node-outage.yml started at NotReady, acting after {remediation['not_ready_seconds']}s "
+                                        f"node_outage.yml started at NotReady, acting after {remediation['not_ready_seconds']}s "
                                         "NotReady (remediation.not_ready_seconds) and two Off readings 5s apart; start-up "
                                         "and replacement times measured on the lab (model/remediated.py)"),
         "dead_tcp_in_flight": _window(in_flight, in_flight, in_flight + next_retransmission_gap(retries),

@@ -27,7 +27,7 @@ LAB_STATE = REPO / "lab" / ".state"
 LAB_INVENTORY = LAB_STATE / "inventory.yml"
 POWER_RULEBOOK = REPO / "extensions" / "eda" / "rulebooks" / "power-events.yml"
 POWER_VARS = REPO / "extensions" / "eda" / "vars" / "power-events.yml"
-SUBSCRIPTIONS_PLAYBOOK = REPO / "playbooks" / "power-event-subscriptions.yml"
+SUBSCRIPTIONS_PLAYBOOK = REPO / "playbooks" / "power_event_subscriptions.yml"
 # Where the lab BMC looks for the CA that signs event receivers (lab/bmc/bmc.sh, docs/lab-bmc.md).
 BMC_EVENT_CA = LAB_STATE / "bmc" / "event-ca.pem"
 # Whose events the lab BMC sends (lab/bmc/redfish_events.py PERSONALITIES): read at each power change.
@@ -125,7 +125,7 @@ class PowerEventChain:
         self._log_offset, self._cpu_before, self._bmc_offset, self._watch = 0, 0.0, 0, None
 
     def subscribe(self, state: str) -> subprocess.CompletedProcess:
-        """playbooks/power-event-subscriptions.yml against the lab inventory, as a user runs it."""
+        """playbooks/power_event_subscriptions.yml against the lab inventory, as a user runs it."""
         env = {**os.environ, "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"), "PATH": f"{VENV_BIN}:{os.environ['PATH']}",
                "NODEGUARD_BMC_TOKEN_KEY": self.rulebook.bmc_key}
         extra = {"power_event_subscriptions_destination": self.destination, "power_event_subscriptions_state": state,

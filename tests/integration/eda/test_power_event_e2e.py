@@ -1,7 +1,7 @@
 """Power-event-led failover end to end on the lab (issue 13), with stock heartbeat settings.
 
 The chain is the shipped one, set up as docs/eda.md says (tests/integration/eda/power_event_chain.py): the lab's
-Redfish BMC subscribed by playbooks/power-event-subscriptions.yml to a real ansible-rulebook running
+Redfish BMC subscribed by playbooks/power_event_subscriptions.yml to a real ansible-rulebook running
 extensions/eda/rulebooks/power-events.yml, which runs nodeguard.failover.node_outage with the event's time.
 
 It runs once per vendor personality of the lab BMC (issue 21: DMTF ResourceEvent 1.3, OpenBMC DCPowerOff without a

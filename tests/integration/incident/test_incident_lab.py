@@ -1,4 +1,4 @@
-"""node-outage.yml and node-recover.yml on the real lab, run as the least-privileged ServiceAccount.
+"""node_outage.yml and node_recover.yml on the real lab, run as the least-privileged ServiceAccount.
 
 One worker hosting a db pod (StatefulSet, RWO CSI volume) goes through, in order:
   healthy        -> refusals: node Ready, control-plane node, lock held, unknown node

@@ -1,7 +1,7 @@
 """The Molecule scenario molecule/lab-incident on the lab: node-outage and node-recover as Molecule runs them.
 
-The scenario powers a worker off through its BMC, runs node-outage.yml, verifies the taint and the db
-StatefulSet Ready elsewhere, powers the node on, runs node-recover.yml and checks the taint is gone;
+The scenario powers a worker off through its BMC, runs node_outage.yml, verifies the taint and the db
+StatefulSet Ready elsewhere, powers the node on, runs node_recover.yml and checks the taint is gone;
 its cleanup step restores the node even when a step fails. scripts/molecule-all.sh skips it (marker
 molecule/lab-incident/requires-lab) because it needs this lab.
 """

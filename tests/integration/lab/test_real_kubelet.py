@@ -217,7 +217,7 @@ def test_kubelet_role_retunes_the_real_kubelet_and_audit_reads_it(lab, real_work
 
     # The audit prints a short report and writes the whole of it, settings per node included, to a JSON file.
     audit_file = tmp_path / "audit.json"
-    result, report = ansible_json(REPO / "playbooks" / "audit-failover.yml", "-e", f"audit_report_path={audit_file}")
+    result, report = ansible_json(REPO / "playbooks" / "audit_failover.yml", "-e", f"audit_report_path={audit_file}")
     assert result.returncode == 0 and report is not None, (result.stdout + result.stderr)[-4000:]
     kubelet = json.loads(audit_file.read_text())["settings_per_node"][real_worker]["kubelet"]
     assert str(kubelet.get("nodeLeaseDurationSeconds")) == "20", kubelet

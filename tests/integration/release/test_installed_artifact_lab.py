@@ -1,7 +1,9 @@
 """The built artifact, installed into a clean collections path, runs its playbooks by FQCN against the lab.
 
-scripts/release-test.sh builds and installs the artifact (and checks docs and syntax); with --keep it
-leaves an ansible.cfg whose only collections path is the installed copy. From there, in check mode:
+scripts/release-test.sh builds the artifact and installs it as the README says (`ansible-galaxy collection install
+-r requirements.yml -p <empty dir>`, the requirements file naming the tarball, a stock configuration), and checks
+docs and syntax; with --keep it leaves that directory. From there, with the stock configuration (ANSIBLE_CONFIG an
+empty file) and the installed copy as the only collections path, in check mode:
   - nodeguard.failover.tune_failover plans the lab's tuning and changes nothing;
   - nodeguard.failover.node_outage prints the full plan for a powered-off worker and changes nothing.
 """
@@ -26,7 +28,7 @@ OOS = "node.kubernetes.io/out-of-service"
 
 @pytest.fixture(scope="module")
 def installed() -> Iterator[Path]:
-    """The release-test work dir: collections/ holds the installed artifact, ansible.cfg points only there."""
+    """The release-test work dir: collections/ holds the installed artifact, empty.cfg is the stock configuration."""
     result = subprocess.run([str(REPO / "scripts" / "release-test.sh"), "--keep"],
                             capture_output=True, text=True, check=False, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -36,9 +38,10 @@ def installed() -> Iterator[Path]:
 
 
 def run_fqcn(installed: Path, playbook: str, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ANSIBLE_CONFIG=str(installed / "ansible.cfg"),
+    env = dict(os.environ, ANSIBLE_CONFIG=str(installed / "empty.cfg"), ANSIBLE_COLLECTIONS_PATH=str(installed / "collections"),
                PATH=f"{REPO / '.venv' / 'bin'}:{os.environ['PATH']}")
-    env.pop("ANSIBLE_COLLECTIONS_PATH", None)
+    env.pop("ANSIBLE_COLLECTIONS_PATHS", None)
+    assert (installed / "empty.cfg").read_text() == "" and (installed / "run" / "requirements.yml").exists()
     return subprocess.run(
         [str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(LAB_INVENTORY), f"nodeguard.failover.{playbook}", "--check", *args],
         cwd=installed / "run", env=env, capture_output=True, text=True, check=False, timeout=900,

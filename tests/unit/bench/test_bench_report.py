@@ -205,15 +205,16 @@ def summary_results():
     return {"kubernetes_version": "1.37.2", "machine": machine, "timelines": rows}
 
 
-def test_the_readme_section_shows_the_shipped_triggers_rows_with_p50_p95_and_the_targets():
+def test_the_summary_shows_the_shipped_triggers_rows_with_p50_p95_and_the_targets():
     run = {"started": "2026-11-27T08:00:00Z", "finished": "2026-11-27T10:40:00Z", "seconds": 9600, "load_before": "0.1",
            "every_part_finished": True, "quick": False, "commit": "abc1234", "kubernetes_version": "1.37.2"}
-    lines = report.readme_summary(summary_results(), [], run)
+    lines = report.summary_section(summary_results(), [], run)
     text = "\n".join(lines)
     assert "(commit abc1234) took **2 h 40 min**" in lines[0] and "Kubernetes v1.37.2, 2 CPUs" in lines[0]
+    assert lines[0].startswith("From [the benchmark page](README.md), ")  # a link from docs/benchmarks/summary.md
     assert ("| Kubernetes defaults | p50 45 s, p95 45 s (n=5) | p50 346 s, p95 350 s, Kubernetes alone (n=5) "
             "| never without remediation (n=5); p50 74 s, p95 80 s with node-watch.yml (n=20) |") in text
-    # the benchmark's own watch (12 s) is never the README's fast row; the shipped trigger's is
+    # the benchmark's own watch (12 s) is never the summary's fast row; the shipped trigger's is
     assert "| `fast` preset | not measured | not measured | p50 19 s, p95 24 s with node-watch.yml (n=20) |" in text
     assert "| p50 6 s, p95 6 s, power-events.yml (n=20) | p50 7.5 s, p95 11 s with power-events.yml (n=20) |" in text
     assert "p50 **met** (7.5 s ≤ 8 s); p95 **met** (11 s ≤ 12 s) (n=20)" in text
@@ -222,7 +223,7 @@ def test_the_readme_section_shows_the_shipped_triggers_rows_with_p50_p95_and_the
     assert "shared the CPUs" not in text  # no runs: nothing to say about them
 
 
-def test_the_readme_section_says_what_load_its_rows_ran_under_and_the_model_from_each_runs_start():
+def test_the_summary_says_what_load_its_rows_ran_under_and_the_model_from_each_runs_start():
     import profiles
 
     def run(profile, trigger, first, ready, load, not_ready=None):
@@ -238,18 +239,23 @@ def test_the_readme_section_says_what_load_its_rows_ran_under_and_the_model_from
     assert report.contention_lines([], profiles.OVERLAPPED) == []
 
 
-def test_the_readme_section_is_replaced_between_its_markers_and_nothing_else_changes():
-    readme = "# x\n\nbefore\n<!-- bench-summary:start -->\nold table\n<!-- bench-summary:end -->\n\nafter  \n"
-    written = report.with_readme_summary(readme, ["new", "table"])
+def test_the_summary_is_replaced_between_its_markers_and_nothing_else_changes():
+    page = "# x\n\nbefore\n<!-- bench-summary:start -->\nold table\n<!-- bench-summary:end -->\n\nafter  \n"
+    written = report.with_summary_section(page, ["new", "table"])
     assert written == "# x\n\nbefore\n<!-- bench-summary:start -->\nnew\ntable\n<!-- bench-summary:end -->\n\nafter  \n"
-    assert report.with_readme_summary(written, ["old table"]) == readme
+    assert report.with_summary_section(written, ["old table"]) == page
     with pytest.raises(ValueError, match="exactly one"):
-        report.with_readme_summary("no markers\n", ["x"])
+        report.with_summary_section("no markers\n", ["x"])
 
 
-def test_the_top_level_readme_has_the_markers_the_report_writes_between():
+def test_the_summary_page_has_the_markers_the_report_writes_between():
+    page = (Path(__file__).resolve().parents[3] / "docs" / "benchmarks" / "summary.md").read_text()
+    assert report.with_summary_section(page, ["x"]).count("\nx\n") == 1
+
+
+def test_the_top_level_readme_is_for_users_and_holds_no_generated_benchmark_block():
     readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
-    assert report.with_readme_summary(readme, ["x"]).count("\nx\n") == 1
+    assert report.SUMMARY_START not in readme and report.SUMMARY_END not in readme
 
 
 def test_the_pages_kubernetes_version_is_the_measured_runs(tmp_path):

@@ -118,7 +118,7 @@ def test_the_subscription_playbook_takes_the_bmc_key_and_refuses_equal_values(tm
             str(REPO / ".venv" / "bin" / "ansible-playbook"),
             "-i",
             str(tmp_path / "inventory.json"),
-            str(REPO / "playbooks" / "power-event-subscriptions.yml"),
+            str(REPO / "playbooks" / "power_event_subscriptions.yml"),
             "-e",
             json.dumps(extra),
         ],

@@ -23,14 +23,14 @@ def run(playbook: str, extra: dict) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("playbook", ["node-outage.yml", "node-recover.yml"])
+@pytest.mark.parametrize("playbook", ["node_outage.yml", "node_recover.yml"])
 def test_a_name_that_is_not_a_kubernetes_name_is_refused(playbook: str) -> None:
     result = run(playbook, {"outage_nodes": ["ng-w1", "NG_Worker2"]})
     assert result.returncode != 0
     assert "refused: 'NG_Worker2' is not a Kubernetes node name (DNS-1123 subdomain" in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("playbook, prefix", [("node-outage.yml", "node_outage"), ("node-recover.yml", "node_recover")])
+@pytest.mark.parametrize("playbook, prefix", [("node_outage.yml", "node_outage"), ("node_recover.yml", "node_recover")])
 def test_a_node_without_its_own_mapping_does_not_get_a_shared_bmc(playbook: str, prefix: str) -> None:
     result = run(playbook, {"outage_nodes": "ng-new-node", f"{prefix}_power_default": SHARED_BMC,
                             f"{prefix}_power_by_node": {"ng-w1": SHARED_BMC}})

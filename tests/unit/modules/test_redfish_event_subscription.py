@@ -345,7 +345,7 @@ def test_vendor_and_registry_prefixes_together_are_refused(run_module, bmc):
     assert result["failed"] and "mutually exclusive" in result["msg"] and bmc.requests == []
 
 
-# -- playbooks/power-event-subscriptions.yml, run for real against the fake -------------------------------------------------
+# -- playbooks/power_event_subscriptions.yml, run for real against the fake -------------------------------------------------
 
 
 def run_playbook(tmp_path, bmc, **extra):
@@ -362,7 +362,7 @@ def run_playbook(tmp_path, bmc, **extra):
                ANSIBLE_PYTHON_INTERPRETER=str(REPO / ".venv" / "bin" / "python"))
     extra = dict({"power_event_subscriptions_destination": DEST}, **extra)
     done = subprocess.run([str(REPO / ".venv" / "bin" / "ansible-playbook"), "-i", str(tmp_path / "inventory.json"),
-                           str(REPO / "playbooks" / "power-event-subscriptions.yml"), "--diff", "-e", json.dumps(extra)],
+                           str(REPO / "playbooks" / "power_event_subscriptions.yml"), "--diff", "-e", json.dumps(extra)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=180, check=False)
     return done.returncode, done.stdout + done.stderr
 

@@ -83,9 +83,9 @@ def run_playbook(*args):
 
 
 def test_the_connection_reaches_the_module_through_the_role():
-    """A real run of node-outage.yml: the module, called by the role, fails on the kubeconfig only the play gave it."""
+    """A real run of node_outage.yml: the module, called by the role, fails on the kubeconfig only the play gave it."""
     probe = "/nonexistent/nodeguard-playbook-connection-probe.kubeconfig"
-    done = run_playbook("playbooks/node-outage.yml", "--check", "-e", "outage_nodes=probe-node", "-e", f"failover_kubeconfig={probe}")
+    done = run_playbook("playbooks/node_outage.yml", "--check", "-e", "outage_nodes=probe-node", "-e", f"failover_kubeconfig={probe}")
     assert done.returncode != 0
     assert f"cannot load cluster credentials from {probe}" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
 
