@@ -133,7 +133,8 @@ def run_job(root: Path, template: dict, extra_vars: dict, cluster: dict, collect
     for name in ("envvars", "extravars"):
         (directory / "env" / name).chmod(0o600)
     # the job's environment is the runner's and the credentials', nothing of this test process
-    clean = {name: os.environ[name] for name in ("PATH", "HOME", "LANG", "TMPDIR") if name in os.environ}
+    clean = {name: os.environ[name] for name in ("HOME", "LANG", "TMPDIR") if name in os.environ}
+    clean["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"  # ansible-playbook of the venv
     subprocess.run(
         [str(BIN / "ansible-runner"), "run", str(directory), "--playbook", template["playbook"], "--ident", "job"],
         env=clean,
