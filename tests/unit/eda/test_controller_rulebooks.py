@@ -135,4 +135,5 @@ def test_the_job_gets_what_the_bases_run_gets_and_the_roles_defaults(base: str) 
         questions = {q["variable"]: q for q in templates[launch["name"]]["survey_spec"]["spec"]}
         assert added == {name: q["default"] for name, q in questions.items() if q["required"] and name not in theirs}
         for name, answer in added.items():
-            assert answer == str(ROLE_DEFAULTS[name]).lower() if isinstance(ROLE_DEFAULTS[name], bool) else str(ROLE_DEFAULTS[name]), name
+            default = ROLE_DEFAULTS[name]
+            assert answer == (str(default).lower() if isinstance(default, bool) else str(default)), name
