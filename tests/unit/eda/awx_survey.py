@@ -16,11 +16,18 @@ The rules, as AWX applies them to the runtime extra_vars of a launch:
   are a list or one string with a choice per line (blank lines dropped);
 - multiselect answers must be a list whose every item is one of the choices;
 - variables the survey does not ask for are accepted only when the template prompts for variables.
+
+And what AWX refuses when a survey is saved (spec_errors): a spec without a string name and description or without
+questions; a question without type, question_name and variable (strings) and required (a bool); a variable asked
+twice; an unknown type; a non-empty default of the wrong type (a string for the string types and choices, a number
+for integer and float); a min or max that is not an integer; a choice question without choices, or whose default is
+not one of them (one default only for multiplechoice).
 """
 
 from __future__ import annotations
 
 STRING_TYPES = ("text", "textarea", "password")
+DEFAULT_TYPES = {**dict.fromkeys((*STRING_TYPES, "multiplechoice", "multiselect"), (str,)), "integer": (int,), "float": (int, float)}
 
 
 def _choices(question: dict) -> list:
@@ -84,4 +91,39 @@ def launch_errors(template: dict, extra_vars: dict) -> list[str]:
     others = sorted(set(extra_vars) - asked)
     if others and not template.get("ask_variables_on_launch"):
         errors.append(f"variables not allowed on launch (the template does not prompt for variables): {', '.join(others)}")
+    return errors
+
+
+def spec_errors(spec: dict) -> list[str]:
+    """The reasons AWX would refuse to save this survey spec (empty: it is accepted)."""
+    errors = [f"{field} missing or not a string" for field in ("name", "description") if not isinstance(spec.get(field), str)]
+    if not isinstance(spec.get("spec"), list) or not spec["spec"]:
+        return [*errors, "no questions"]
+    seen = set()
+    for index, question in enumerate(spec["spec"]):
+        where = f"question {index}"
+        if any(not isinstance(question.get(field), str) for field in ("type", "question_name", "variable")):
+            errors.append(f"{where}: type, question_name and variable must be strings")
+            continue
+        if not isinstance(question.get("required"), bool):
+            errors.append(f"{where}: required must be a bool")
+        if question["variable"] in seen:
+            errors.append(f"{where}: {question['variable']} asked twice")
+        seen.add(question["variable"])
+        kind = question["type"]
+        if kind not in DEFAULT_TYPES:
+            errors.append(f"{where}: unknown type {kind!r}")
+            continue
+        default = question.get("default", "")
+        if default != "" and not isinstance(default, DEFAULT_TYPES[kind]):
+            errors.append(f"{where}: default {default!r} has the wrong type for {kind}")
+        errors += [f"{where}: {key} is not an integer" for key in ("min", "max") if question.get(key) is not None and type(question[key]) is not int]
+        if kind in ("multiplechoice", "multiselect"):
+            if "choices" not in question:
+                errors.append(f"{where}: no choices")
+                continue
+            defaults = [line for line in default.splitlines() if line.strip()] if isinstance(default, str) else list(default)
+            if kind == "multiplechoice" and len(defaults) > 1:
+                errors.append(f"{where}: more than one default")
+            errors += [f"{where}: default {item!r} is not a choice" for item in defaults if item not in _choices(question)]
     return errors

@@ -6,7 +6,7 @@ multiplechoice, multiselect; required; min/max; choices as a list or one per lin
 from __future__ import annotations
 
 import pytest
-from awx_survey import launch_errors, question_errors
+from awx_survey import launch_errors, question_errors, spec_errors
 
 TEXT = {"variable": "nodes", "type": "text", "required": True, "min": 1, "max": 10}
 CHOICE = {"variable": "fence", "type": "multiplechoice", "required": True, "choices": ["false", "true"]}
@@ -52,3 +52,27 @@ def test_a_launch_is_checked_against_every_question_and_prompted_variables() -> 
     assert launch_errors(dict(template, ask_variables_on_launch=True), {"nodes": "w1", "fence": "false", "trigger": "t"}) == []
     # prompting for variables does not switch the survey's checks off
     assert launch_errors(dict(template, ask_variables_on_launch=True), {"nodes": ["w1"], "fence": "false"})
+
+
+SPEC = {"name": "n", "description": "d", "spec": [dict(TEXT, question_name="Nodes"), dict(CHOICE, question_name="Fence?", default="false")]}
+
+
+@pytest.mark.parametrize(
+    ("spec", "refused"),
+    [
+        (SPEC, False),
+        ({**SPEC, "description": None}, True),
+        ({**SPEC, "spec": []}, True),
+        ({**SPEC, "spec": [TEXT]}, True),  # no question_name
+        ({**SPEC, "spec": [dict(TEXT, question_name="Nodes", required="yes")]}, True),
+        ({**SPEC, "spec": [dict(TEXT, question_name="Nodes"), dict(TEXT, question_name="Again")]}, True),
+        ({**SPEC, "spec": [dict(TEXT, question_name="Nodes", type="date")]}, True),
+        ({**SPEC, "spec": [dict(TEXT, question_name="Nodes", default=3)]}, True),
+        ({**SPEC, "spec": [dict(TEXT, question_name="Nodes", max="10")]}, True),
+        ({**SPEC, "spec": [dict(CHOICE, question_name="Fence?", default="maybe")]}, True),
+        ({**SPEC, "spec": [dict(CHOICE, question_name="Fence?", default="false\ntrue")]}, True),
+        ({**SPEC, "spec": [{k: v for k, v in CHOICE.items() if k != "choices"} | {"question_name": "Fence?"}]}, True),
+    ],
+)
+def test_a_spec_is_refused_when_awx_would_not_save_it(spec: dict, refused: bool) -> None:
+    assert bool(spec_errors(spec)) is refused

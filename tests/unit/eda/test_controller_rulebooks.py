@@ -17,7 +17,7 @@ from ansible_rulebook.json_generator import generate_dict_rulesets
 from ansible_rulebook.rules_parser import parse_rule_sets
 from ansible_rulebook.util import substitute_variables
 from ansible_rulebook.validators import Validate
-from awx_survey import launch_errors
+from awx_survey import launch_errors, spec_errors
 from rulebook_rules import action
 
 REPO = Path(__file__).resolve().parents[3]
@@ -137,3 +137,10 @@ def test_the_job_gets_what_the_bases_run_gets_and_the_roles_defaults(base: str) 
         for name, answer in added.items():
             default = ROLE_DEFAULTS[name]
             assert answer == (str(default).lower() if isinstance(default, bool) else str(default)), name
+
+
+def test_the_shipped_surveys_are_ones_awx_saves() -> None:
+    surveys = [template["survey_spec"] for template in script().job_templates().values() if template.get("survey_enabled")]
+    assert len(surveys) == 2
+    for survey in surveys:
+        assert spec_errors(survey) == [], survey["name"]
