@@ -15,8 +15,8 @@ controller rulebook sends, after AWX's survey check.
 - Extra vars: the rulebook's run_job_template extra vars, rendered by ansible-rulebook for the node's alert, pass the
   job template's survey (awx_survey.py), and go to the job over the template's own extra vars (the lab's short waits),
   in AWX's order of precedence.
-One worker that runs a db pod is powered off through its BMC; node-outage proves it off and taints it; the worker is
-powered on and node-recover removes the taint.
+One worker that runs a db pod is powered off through its BMC; once it is NotReady with a stale Lease (when the alert
+would fire), node-outage proves it off and taints it; the worker is powered on and node-recover removes the taint.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parent / "incident"))
 sys.path.insert(0, str(REPO / "tests" / "unit" / "eda"))
 from awx_survey import launch_errors  # noqa: E402  AWX's survey rules, as the unit tests check them
 from controller_credentials import credential_type, inject  # noqa: E402
-from test_incident_lab import FAST, NAMESPACE, OOS  # noqa: E402  the incident lab tests' short waits, workloads, taint
+from test_incident_lab import FAST, NAMESPACE, OOS, node_proven_dead  # noqa: E402  the incident lab tests' waits, workloads
 
 BIN = REPO / ".venv" / "bin"
 PROJECT = REPO / "docs" / "awx" / "project"
@@ -173,7 +173,8 @@ def test_node_outage_and_recover_run_as_the_controller_runs_them(lab, remediator
     extra_vars = launch_extra_vars("Node down - run node-outage", node, outage)
     assert extra_vars["outage_nodes"] == node and extra_vars["node_outage_fence"] == "false"
     lab.power_off(node)
-    lab.wait_for(lambda: not lab.node_ready(node), timeout=180, what=f"{node} NotReady")
+    # as the alert fires (for: 60s): once the node has been NotReady a while and its Lease is stale
+    lab.wait_for(lambda: node_proven_dead(lab, node), timeout=150, interval=2, what=f"{node} NotReady with a stale Lease")
     status, stdout = run_job(tmp_path, outage, extra_vars, cluster, collections)
     assert status == "successful", f"node-outage job: {status}\n{stdout[-4000:]}"
     assert "outage complete" in stdout, stdout[-4000:]
