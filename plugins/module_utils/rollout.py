@@ -62,18 +62,21 @@ def roll(workloads, to_roll: list, at: str, timeout: float, interval: float, clo
         kind, namespace, name = workload["kind"], workload["namespace"], workload["name"]
         workloads.restart(kind, namespace, name, at)
         seen = {}
-
-        def done(kind=kind, namespace=namespace, name=name, seen=seen):
-            current = workloads.get_workload(kind, namespace, name) or {}
-            seen["done"], seen["left"] = rollout_status(kind, current)
-            return seen["done"]
-
-        if not wait_until(done, timeout, interval, clock):
+        if not wait_until(_rolled_out(workloads, workload, seen), timeout, interval, clock):
             raise RolloutError(f"{kind} {namespace}/{name} did not finish rolling out within {timeout:g} s "
                                f"({seen.get('left', 'not read')}); rolled before it: "
                                f"{', '.join(_named(w) for w in rolled) or 'none'}; the ones after it were not touched")
         rolled.append(workload)
     return rolled
+
+
+def _rolled_out(workloads, workload: dict, seen: dict):
+    """A check for wait_until: the workload's rollout is done; ``seen["left"]`` keeps what its last reading said."""
+    def done():
+        current = workloads.get_workload(workload["kind"], workload["namespace"], workload["name"]) or {}
+        finished, seen["left"] = rollout_status(workload["kind"], current)
+        return finished
+    return done
 
 
 def _named(workload: dict) -> str:

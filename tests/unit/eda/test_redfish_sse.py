@@ -411,7 +411,7 @@ def test_a_trickling_stream_reaches_the_silence_deadline(source, api, caplog) ->
 def test_empty_data_lines_count_toward_the_event_bound(source) -> None:
     parser = source["SseParser"]()
     with pytest.raises(ValueError, match="an event larger than"):
-        for _ in range(source["MAX_EVENT"] + 1):
+        for _line in range(source["MAX_EVENT"] + 1):
             parser.feed("data:\n")
 
 

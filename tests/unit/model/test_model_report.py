@@ -23,8 +23,10 @@ FAST_KUBELET_ENVIRONMENT = {"HTTP2_READ_IDLE_TIMEOUT_SECONDS": "1", "HTTP2_PING_
 
 
 def demo(applied=None, disagreements=(), fail_on="none", path="/tmp/audit/report.json", pods=(STALE_POD,), api=True,
-         ignore=None, kubelet_environment=FAST_KUBELET_ENVIRONMENT):
-    """The demo lab's report; ``applied`` replaces the fast record, ``api=False`` reads no applied profile."""
+         ignore=None, kubelet_environment="demo"):
+    """The demo lab's report; ``applied`` replaces the fast record, ``api=False`` reads no applied profile; the kubelets'
+    environment is the demo lab's (FAST_KUBELET_ENVIRONMENT) unless given (None: not read)."""
+    kubelet_environment = FAST_KUBELET_ENVIRONMENT if kubelet_environment == "demo" else kubelet_environment
     applied = (applied or APPLIED) if api else None
     current = audit_timeline(dict(build_profile(FACTS, "fast")["settings"], kubelet_environment=kubelet_environment),
                              FACTS)
