@@ -25,7 +25,7 @@ labs=("$first_lab")
 if [ $# -eq 0 ]; then labs+=("${first_lab}2"); fi
 # The directories each lab runs when the whole suite runs: about the same time each. The whole suite waits for
 # the longer one. Measured on 1ab4eb0 (cold, idle machine): lab/ 26:21, the rest 33:17 of which release/ took 3:27.
-SHARDS=("tests/integration/lab tests/integration/release"
+SHARDS=("tests/integration/lab tests/integration/release tests/integration/awx"
         "tests/integration/bmc tests/integration/eda tests/integration/incident")
 # The real-kubelet worker's image is built and loaded, not the worker: the tests that need it add it
 # to the lab for their module and remove it afterwards (tests/integration/lab/test_real_kubelet.py).
