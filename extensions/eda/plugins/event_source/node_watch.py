@@ -23,6 +23,11 @@ A node that stays down and has no out-of-service taint is reported again every `
 this process's monotonic clock), its storm rule decided again: a run that failed for a transient reason, or a node
 refused while a storm lasted, is not left down for good.
 
+Liveness: when the environment variable NODEGUARD_NODE_WATCH_LIVENESS_DIR names a directory, each kind's thread
+sets the time of the file of its name there (``nodes``, ``leases``) whenever it makes progress: a list answered, a
+watch event or bookmark received, a watch request ended by the server. A probe that finds either file older than a
+few watch requests knows that kind's watch is stuck or refused (deploy/rulebook/node-watch, docs/in-cluster-rulebooks.md).
+
 Like bmc_power_poll, the source imports the collection's Python code (``ansible_collections.nodeguard.failover``)
 from the collections path it is installed in: run it by FQCN, ``nodeguard.failover.node_watch``.
 """
@@ -55,6 +60,8 @@ description:
   - The storm rule counts only nodes that have reported a Ready condition (a node still registering is neither
     healthy nor down).
   - Needs the collection installed in a collections path and the kubernetes Python client.
+  - With the environment variable E(NODEGUARD_NODE_WATCH_LIVENESS_DIR) set to a directory, the files C(nodes) and
+    C(leases) there get a new modification time whenever that kind's watch makes progress (a liveness signal).
 options:
   kubeconfig:
     description: Path of a kubeconfig. Empty or absent, the in-cluster service account, else ~/.kube/config.
@@ -107,6 +114,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 READY_STATES = ("True", "False", "Unknown")
 BACKOFF_FIRST, BACKOFF_MAX = 1.0, 30.0
 RECHECK_SECONDS = 5.0  # how often the event loop looks for nodes due to be reported again when nothing else happens
+LIVENESS_ENV = "NODEGUARD_NODE_WATCH_LIVENESS_DIR"
 
 
 # extensions/eda/plugins/collection_code.py, loaded by its path: ansible-rulebook runs this file by path, not as a package
@@ -163,14 +171,18 @@ class Watch:
     ``lister()`` returns (items, resourceVersion); ``watcher(resource_version)`` yields the watch's events as dicts
     ({"type", "object"}) and raises Gone on a 410. ``deliver(kind, type, obj)`` receives "LIST" with the items, then
     "ADDED", "MODIFIED" and "DELETED" with one object; bookmarks only move the resourceVersion on.
+    ``progress()`` is called after each answered list, each event or bookmark, and each watch the server ended.
     """
 
-    def __init__(self, kind: str, lister: Callable, watcher: Callable, deliver: Callable, sleep: Callable = time.sleep):
+    def __init__(
+        self, kind: str, lister: Callable, watcher: Callable, deliver: Callable, sleep: Callable = time.sleep, progress: Callable[[], None] = lambda: None
+    ):
         self.kind = kind
         self.lister = lister
         self.watcher = watcher
         self.deliver = deliver
         self.sleep = sleep
+        self.progress = progress
         self.resource_version: str | None = None  # None: list (again) before watching
         self.backoff = BACKOFF_FIRST
 
@@ -180,8 +192,10 @@ class Watch:
                 if self.resource_version is None:
                     items, self.resource_version = self.lister()
                     logger.info("node_watch: listed %d %s at resourceVersion %s", len(items), self.kind, self.resource_version)
+                    self.progress()
                     self.deliver(self.kind, "LIST", items)
                 self._watch_once(stop)
+                self.progress()
                 self.backoff = BACKOFF_FIRST
             except Gone:
                 logger.warning("node_watch: %s resourceVersion %s is gone (410); listing again", self.kind, self.resource_version)
@@ -209,6 +223,7 @@ class Watch:
             version = (obj.get("metadata") or {}).get("resourceVersion")
             if isinstance(version, str) and version:
                 self.resource_version = version
+            self.progress()
             if kind in ("ADDED", "MODIFIED", "DELETED"):
                 self.deliver(self.kind, kind, obj)
             # BOOKMARK: only the resourceVersion moves on
@@ -422,6 +437,22 @@ def api_readers(list_call: Callable, timeout: int) -> tuple[Callable, Callable]:
     return lister, watcher
 
 
+def liveness(directory: str | None, kind: str) -> Callable[[], None]:
+    """``progress`` for the Watch of ``kind``: set the time of ``<directory>/<kind>`` (created if missing); nothing
+    without a directory. A failed write is logged and the file goes stale, so the probe reports it."""
+    if not directory:
+        return lambda: None
+    path = Path(directory) / kind
+
+    def touch() -> None:
+        try:
+            path.touch()
+        except OSError as e:
+            logger.warning("node_watch: cannot write the liveness file %s (%s)", path, e.strerror)
+
+    return touch
+
+
 async def main(queue: Any, args: dict[str, Any]) -> None:
     """ansible-rulebook's entry point: check the arguments (stop with a clear error if wrong), then watch for ever."""
     api = _import_collection()
@@ -438,9 +469,10 @@ async def main(queue: Any, args: dict[str, Any]) -> None:
 
     timeout = config["watch_timeout"]
     stop = threading.Event()
+    alive = os.environ.get(LIVENESS_ENV)
     watches = [
-        Watch("nodes", *api_readers(core.list_node, timeout), deliver),
-        Watch("leases", *api_readers(lambda **kw: leases.list_namespaced_lease(LEASE_NAMESPACE, **kw), timeout), deliver),
+        Watch("nodes", *api_readers(core.list_node, timeout), deliver, progress=liveness(alive, "nodes")),
+        Watch("leases", *api_readers(lambda **kw: leases.list_namespaced_lease(LEASE_NAMESPACE, **kw), timeout), deliver, progress=liveness(alive, "leases")),
     ]
     for watch in watches:
         threading.Thread(target=watch.run, args=(stop,), name=f"node_watch-{watch.kind}", daemon=True).start()
