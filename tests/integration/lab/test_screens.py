@@ -20,6 +20,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[3]
 # A failed task's line (fatal: [host]: FAILED! => {...}) that explains in a short message; the old refusal was 3 KB.
 SHORT_FAILURE = 1500
@@ -37,11 +39,16 @@ def stock_playbook(lab, tmp_path: Path, playbook: str, *args: str) -> subprocess
     return subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1200, check=False)
 
 
+def escaped_newlines(result: subprocess.CompletedProcess, in_diffs: bool) -> list[str]:
+    """The lines that show an escaped newline, in --diff output (a line of a diff hunk: + or - first) or elsewhere."""
+    shown = (result.stdout + result.stderr).splitlines()
+    return [line for line in shown if "\\n" in line and line.startswith(("+", "-")) == in_diffs]
+
+
 def assert_reads_as_text(result: subprocess.CompletedProcess) -> None:
-    shown = result.stdout + result.stderr
-    escaped = [line for line in shown.splitlines() if "\\n" in line]
+    escaped = escaped_newlines(result, in_diffs=False)
     assert not escaped, f"an escaped newline is shown: {escaped[:3]}"
-    dumps = [line for line in shown.splitlines() if line.startswith("fatal:") and len(line) > SHORT_FAILURE]
+    dumps = [line for line in (result.stdout + result.stderr).splitlines() if line.startswith("fatal:") and len(line) > SHORT_FAILURE]
     assert not dumps, f"a failure explained by a long one-line dump: {dumps[0][:400]}..."
 
 
@@ -61,6 +68,18 @@ def test_the_tune_plan_and_its_timeline_read_as_lines(lab, tmp_path):
     timeline = task_lines(result.stdout, "Show the predicted timeline, before and after]")
     assert timeline[0].startswith("seconds after power-off") and "after: fast" in timeline[0], timeline
     assert any(line.startswith("node NotReady") for line in timeline), timeline
+
+
+# Left of issue 34 item 4: kubernetes.core.k8s gives its --diff as the ConfigMap before and after as dicts, which
+# Ansible prints as JSON, so a ConfigMap key holding a file (kubeadm's ClusterConfiguration, the kubelet
+# configuration) shows as one string full of escaped newlines. The fix (a write that gives a text diff of the key)
+# is not made yet; strict: this test fails as soon as the diff reads as text, and the mark must go.
+@pytest.mark.xfail(strict=True, reason="kubernetes.core.k8s prints a ConfigMap's text keys as JSON strings in --diff")
+def test_the_tune_diff_reads_as_text(lab, tmp_path):
+    result = stock_playbook(lab, tmp_path, "tune_failover.yml", "-e", "failover_preset=fast", "--check", "--diff")
+    assert result.returncode == 0, lab.playbook_failure(result.stdout + result.stderr)
+    escaped = escaped_newlines(result, in_diffs=True)
+    assert not escaped, f"an escaped newline is shown in a diff: {[line[:200] for line in escaped[:3]]}"
 
 
 def test_the_audit_reads_as_lines(lab, tmp_path):
