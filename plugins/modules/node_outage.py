@@ -196,10 +196,17 @@ power_rechecks:
   elements: dict
 plan_lines:
   description:
-    - What the role prints as the plan; C(timing.detail), then one C(step | status | action) line per RV(plan) entry.
-  returned: success
+    - What the role prints as the plan, before the outcome or the refusal; C(timing.detail), then one
+      C(step | status | action) line per RV(plan) entry, with one line per proof read under the prove step.
+  returned: always
   type: list
   elements: str
+error:
+  description:
+    - Why the run failed or was refused (the same text as C(msg)); null when it succeeded. The role runs the module
+      without failing on it, prints RV(plan_lines), then fails with this short message.
+  returned: always
+  type: str
 summary:
   description:
     - What the role prints as the outcome; the message with the action (and the step it resumed from), the proofs'
@@ -209,7 +216,8 @@ summary:
   elements: str
 lock:
   description:
-    - The node's lock as this run held it; C(lease), C(holder) (this run's identity), C(ttl_seconds),
+    - The node's lock as this run held it; C(lease), C(holder) (this run's identity; null when it never took the
+      lock, as in check mode), C(ttl_seconds),
       C(took_over) (the crashed holder this run took over after watching its Lease expire, or null)
       and C(release_note) (why the Lease was not released, or null; also a warning).
   returned: always
@@ -249,9 +257,17 @@ def _unexpected(error: Exception, run, changed: bool) -> str:
     )
 
 
-def _plan_lines(timing: dict, plan: list) -> list:
-    """The plan as the role prints it: where the timing came from, then one line per step."""
-    return [timing["detail"]] + [f"{entry['step']} | {entry['status']} | {entry['action']}" for entry in plan]
+def _plan_lines(timing: dict, plan: list, proofs: list) -> list:
+    """The plan as the role prints it: where the timing came from, then one line per step; the proofs this run
+    read, one line each under the prove step."""
+    lines = [timing["detail"]] if timing else []
+    for entry in plan:
+        if entry["step"] == "prove" and proofs:
+            lines.append(f"prove | {entry['status']} | the power-off proofs, as read now:")
+            lines += [f"    {proof['name']}: {'OK' if proof['ok'] else 'MISSING'} ({proof['detail']})" for proof in proofs]
+        else:
+            lines.append(f"{entry['step']} | {entry['status']} | {entry['action']}")
+    return lines
 
 
 def _summary(result: dict) -> list:
@@ -289,21 +305,26 @@ def main():
             module.warn(run.lock.release_note)  # next to the run's own error, never instead of it
         changed = bool(run and run.changed)  # the taint, once written, is a change whatever failed after it
         facts = run.facts if run else {}
+        plan = outage_plan(run.record, facts, run.o) if run else []
+        message = str(e) if isinstance(e, NodeguardError) else _unexpected(e, run, changed)
         module.fail_json(
-            msg=str(e) if isinstance(e, NodeguardError) else _unexpected(e, run, changed),
+            msg=message,
+            error=message,
+            plan_lines=_plan_lines(timing, plan, facts.get("proofs", [])),
             changed=changed,
             node=p["node"],
             proofs=facts.get("proofs", []),
             power=facts.get("power"),
             record=run.record if run else None,
             lock=run.lock.report() if run else None,
-            plan=outage_plan(run.record, facts, run.o) if run else [],
+            plan=plan,
             timing=timing,
         )
     result["lock"] = run.lock.report()  # after the release
     if run.lock.release_note:
         module.warn(run.lock.release_note)
-    module.exit_json(timing=timing, plan_lines=_plan_lines(timing, result["plan"]), summary=_summary(result), **result)
+    plan_lines = _plan_lines(timing, result["plan"], result["proofs"])
+    module.exit_json(timing=timing, plan_lines=plan_lines, summary=_summary(result), error=None, **result)
 
 
 if __name__ == "__main__":

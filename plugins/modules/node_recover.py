@@ -114,7 +114,8 @@ retryable:
   type: bool
 lock:
   description:
-    - The node's lock as this run held it; C(lease), C(holder), C(ttl_seconds), C(took_over) and C(release_note)
+    - The node's lock as this run held it; C(lease), C(holder) (null when it never took the lock, as in check mode),
+      C(ttl_seconds), C(took_over) and C(release_note)
       (why the Lease was not released, or null; also a warning).
   returned: always
   type: dict

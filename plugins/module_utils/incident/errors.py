@@ -27,18 +27,27 @@ class LockLostError(NodeguardError):
 
 
 class MissingProofError(ProofError):
-    """One or more power-off proofs do not hold; ``missing`` lists them by name."""
+    """One or more power-off proofs do not hold; ``missing`` lists them by name. The message leads with the first
+    reason (``lead``, else the first detail), so its headline says why, not only that a proof is missing."""
 
-    def __init__(self, missing: list, details: list):
+    def __init__(self, missing: list, details: list, unchanged: bool = True):
         self.missing = missing
         self.details = list(details)
+        self.first = None  # the reason that outranks the details (the node is Ready...), set by lead()
+        self.outcome = "power-off not proven, nothing was changed" if unchanged else "power-off not proven"  # after the taint, details say what stays
         super().__init__(self._message())
 
     def _message(self) -> str:
-        return "power-off not proven, nothing was changed. Missing proof(s): " + ", ".join(self.missing) + ". " + "; ".join(self.details)
+        first, rest = (self.first, self.details) if self.first else (self.details[0], self.details[1:])
+        return f"{first}: {self.outcome}. Missing proof(s): {', '.join(self.missing)}. " + "; ".join(rest)
 
     def add_detail(self, detail: str) -> None:
         self.details.append(detail)
+        self.args = (self._message(),)
+
+    def lead(self, reason: str) -> None:
+        """Put ``reason`` first: it explains the missing proofs better than any of them (the node is up)."""
+        self.first = reason
         self.args = (self._message(),)
 
 

@@ -95,6 +95,7 @@ class NodeLock:
         self.wait_seconds = max(0, int(wait_seconds or 0))
         self.clock = clock
         self.lease = None  # our Lease, as last written, while we hold it
+        self.taken = False  # this run took the Lease at some point (check mode never does)
         self._renewed = 0.0  # monotonic time of our last successful write
         self._seen = None  # another holder's Lease: (what we saw, monotonic time it last changed, first seen)
         self.took_over = None
@@ -191,6 +192,7 @@ class NodeLock:
             self.lease = self.cluster.replace_lease(self.namespace, body)
             if state == "expired":
                 self.took_over = f"{describe(lease)}; not changed for {self.clock.monotonic() - self._seen[1]:.0f}s as seen from here"
+        self.taken = True
         self._renewed = self.clock.monotonic()
         self._seen = None
 
@@ -240,10 +242,10 @@ class NodeLock:
             )
 
     def report(self) -> dict:
-        """What the module returns about the lock."""
+        """What the module returns about the lock: no holder when this run never took it (check mode, a refusal before it)."""
         return {
             "lease": f"{self.namespace}/{self.name}",
-            "holder": self.identity,
+            "holder": self.identity if self.taken else None,
             "ttl_seconds": self.ttl,
             "took_over": self.took_over,
             "release_note": self.release_note,

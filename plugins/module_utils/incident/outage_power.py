@@ -111,13 +111,14 @@ class PowerChecks:
                 raise NodeReturnedError(f"{run.o.node}: {reason}; the run stopped before the taint, nothing was changed")
             run.interrupt(step, reason)
         if before_taint:
-            raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}", "nothing was changed"])
+            raise MissingProofError(["power-off"], [f"power-off right before the taint: {proof.detail}"])
         raise MissingProofError(
             ["power-off"],
             [
                 f"power-off right before {action}: {proof.detail}",
                 f"the taint stays and incident {run.record['id']} continues at {step} once power reads Off again; rerun",
             ],
+            unchanged=False,
         )
 
     def require_fresh(self, step: str, action: str) -> None:
@@ -136,13 +137,12 @@ class PowerChecks:
             return
         expires = run.power.attestation.get("expires")
         if step is None:
-            details = [f"power-off {when}: the manual attestation expired ({expires}); nothing was changed"]
-        else:
-            details = [
-                f"power-off {when}: the manual attestation expired ({expires})",
-                f"the taint stays and incident {run.record['id']} continues at {step} with a new attestation naming it; rerun",
-            ]
-        raise MissingProofError(["power-off"], details)
+            raise MissingProofError(["power-off"], [f"power-off {when}: the manual attestation expired ({expires})"])
+        details = [
+            f"power-off {when}: the manual attestation expired ({expires})",
+            f"the taint stays and incident {run.record['id']} continues at {step} with a new attestation naming it; rerun",
+        ]
+        raise MissingProofError(["power-off"], details, unchanged=False)
 
     def require_attestation_unused(self) -> None:
         """One attestation proves one incident: an attestation that proved an earlier incident of this node
@@ -181,4 +181,5 @@ class PowerChecks:
                 f"power-off {when}: {proof.detail}",
                 f"the taint stays and incident {run.record['id']} continues at {step} once power reads Off again; rerun",
             ],
+            unchanged=False,
         )

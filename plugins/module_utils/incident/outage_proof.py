@@ -11,6 +11,7 @@ timeline (``readings``); nothing is written to the cluster here.
 from __future__ import annotations
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import MissingProofError
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.nodes import is_ready
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_power import RenewingClock
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage_triggers import trigger_of
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.proofs import LeaseWatch, Proof
@@ -35,6 +36,7 @@ class ProofWatch:
         self.watch_pending = False  # the last proof attempt missed only what waiting for the Lease watch gives
         self.readings = []  # what the proof phase read, and when: the incident timeline's proof rows (note)
         self.noted = set()  # the once-only readings already noted (the Lease watch's end, NotReady long enough)
+        self.seen_down = False  # a check of this run saw the node NotReady: only then is a Ready node "back"
 
     def prove_in_time(self, node: dict) -> dict:
         """Watch while waiting: prove, re-checking for up to proof_timeout seconds while a proof is only not *yet* true
@@ -51,12 +53,13 @@ class ProofWatch:
         while True:
             try:
                 self.checked_at = run.clock.monotonic()
+                self.seen_down = self.seen_down or not is_ready(node)
                 self.check(node)
                 return node
             except MissingProofError as error:
                 back = run.back(node, run.cluster.get_node_lease(run.o.node))
                 if back:
-                    error.add_detail(f"{run.o.node} {back}; not waiting for it to go down again")
+                    error.lead(self._up(back))
                     raise
                 left = deadline - run.clock.monotonic()
                 if left <= 0 and not self.watch_pending:
@@ -65,6 +68,12 @@ class ProofWatch:
                     raise
                 waiting.sleep(self._until_next_check() if left <= 0 else min(self._until_next_check(), left))
             node = run.get_node()
+
+    def _up(self, back: str) -> str:
+        """Why the run does not wait, said first: a node this run never saw NotReady did not come back, it is up."""
+        if back == "became Ready" and not self.seen_down:
+            return f"{self.run.o.node} is Ready (this run never saw it NotReady): not waiting for it to go down"
+        return f"{self.run.o.node} {back}; not waiting for it to go down again"
 
     def check(self, node: dict) -> list:
         """Evaluate all the proofs once, as this run's trigger defines them (outage_triggers.py). Raises MissingProofError."""

@@ -302,3 +302,29 @@ def test_unreadable_bmc_is_never_recorded_as_already_off():
         outage.run()
     assert "already reads OFF" not in outage.facts["fence"]
     assert outage.facts["power"]["state"] == "unreadable"
+
+
+def test_a_node_seen_notready_then_ready_became_ready_and_leads_the_refusal():
+    """Issue 34 item 5: "became Ready" only for a node this run saw NotReady, and said first."""
+    cluster, clock, power = setup()
+    cluster.nodes["w3"] = node("w3", ready="Unknown", since=clock.now() - 5)
+
+    def kubelet_back(now):
+        if now >= T0 + 4:
+            cluster.nodes["w3"] = node("w3", ready="True", since=now)
+
+    clock.controllers.append(kubelet_back)
+    with pytest.raises(ProofError) as refused:
+        run(cluster, clock, power, not_ready_seconds=20, proof_timeout=120)
+    assert str(refused.value).startswith("w3 became Ready; not waiting for it to go down again: power-off not proven, nothing was changed.")
+
+
+def test_a_node_ready_from_the_start_is_up_not_back():
+    cluster, clock, power = setup()
+    cluster.nodes["w3"] = node("w3", ready="True", since=clock.now() - 600)
+    with pytest.raises(ProofError) as refused:
+        run(cluster, clock, power, proof_timeout=0)
+    message = str(refused.value)
+    assert not has_out_of_service_taint(cluster.nodes["w3"])
+    assert message.startswith("w3 is Ready (this run never saw it NotReady): not waiting for it to go down: power-off not proven")
+    assert "became Ready" not in message and "again" not in message

@@ -12,11 +12,12 @@ from ansible.template import Templar, trust_as_template
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "incident"))
 
+from ansible_collections.nodeguard.failover.plugins.module_utils.incident.errors import MissingProofError
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.outage import OutageRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.recover import RecoverOptions, RecoverRun
 from ansible_collections.nodeguard.failover.plugins.module_utils.incident.times import format_time
 from ansible_collections.nodeguard.failover.plugins.modules import node_outage, node_recover
-from incident_fakes import FakeClock, FakePower, renewing_lease
+from incident_fakes import FakeClock, FakePower, lease, renewing_lease
 from incident_scenario import dead_worker_cluster, options, setup
 
 POWER = {"type": "redfish", "address": "https://bmc-w3.example.test", "username": "u", "password": "p"}
@@ -57,8 +58,12 @@ def test_the_printed_lines_are_what_the_role_printed(run_module, monkeypatch, ch
     args = {"node": "w3", "power": POWER, "delete_volume_attachments": True, "verify_replacements": False}
     result = run_module(node_outage, args, check_mode=check_mode)
     assert not result["failed"], result["msg"]
-    assert result["plan_lines"][0].startswith("timing: ") and len(result["plan_lines"]) == 1 + len(result["plan"])
-    assert result["plan_lines"] == as_the_role_printed(result, BEFORE_PLAN)
+    assert result["error"] is None
+    # As before, but for the prove step: one line per proof under it (issue 34 item 5), not one "a; b; c" line.
+    before = as_the_role_printed(result, BEFORE_PLAN)
+    proofs = [f"    {p['name']}: OK ({p['detail']})" for p in result["proofs"]]
+    assert len(proofs) == 3
+    assert result["plan_lines"] == [before[0], f"prove | {result['plan'][0]['status']} | the power-off proofs, as read now:", *proofs, *before[2:]]
     assert result["summary"] == as_the_role_printed(result, BEFORE_SUMMARY)
 
 
@@ -80,3 +85,57 @@ def test_recover_prints_what_the_role_printed():
     summary = node_recover._summary(result)
     assert len(summary) > 1 + len(result["checks"]) and "taint removed" in summary[-1] + summary[-2]
     assert summary == as_the_role_printed(result, RECOVER_BEFORE, "node_recover_result")
+
+
+def dry_run_on_a_ready_node(run_module, monkeypatch) -> dict:
+    """node-outage --check on a worker that is up (Ready, Lease fresh, power On): the finding of issue 34 item 5."""
+    cluster = dead_worker_cluster(w3_ready="True")
+    cluster.node_leases["w3"] = lease("w3", FakeClock().now() - 3)
+    monkeypatch.setattr(node_outage, "cluster_for", lambda module: cluster)
+    monkeypatch.setattr(node_outage, "reader_for", lambda *args: FakePower("on"))
+    monkeypatch.setattr(node_outage, "Clock", FakeClock)
+    return run_module(node_outage, {"node": "w3", "power": POWER}, check_mode=True)
+
+
+def test_a_dry_run_refusal_prints_its_plan_and_each_proof_as_lines(run_module, monkeypatch):
+    result = dry_run_on_a_ready_node(run_module, monkeypatch)
+    assert result["failed"] and result["error"] == result["msg"]
+    lines = result["plan_lines"]
+    assert lines[0].startswith("timing: ") and "prove | pending | the power-off proofs, as read now:" in lines
+    assert "    not-ready: MISSING (node is Ready in the API)" in lines
+    assert any(line.startswith("    lease-stale: MISSING (") for line in lines)
+    assert any(line.startswith("    power-off: MISSING (") for line in lines)
+    assert all("\n" not in line for line in lines)
+
+
+def test_a_dry_run_refusal_leads_with_the_first_reason_and_no_return_or_lock_holder(run_module, monkeypatch):
+    result = dry_run_on_a_ready_node(run_module, monkeypatch)
+    assert result["msg"].startswith("w3 is Ready (this run never saw it NotReady): not waiting for it to go down: power-off not proven")
+    assert "became Ready" not in result["msg"] and "go down again" not in result["msg"]
+    assert "Missing proof(s): not-ready, lease-stale, power-off." in result["msg"]
+    assert result["lock"]["holder"] is None  # check mode takes no lock
+
+
+@pytest.mark.parametrize("check_mode", [False, True])
+def test_the_lock_holder_is_shown_only_when_the_run_took_the_lock(run_module, monkeypatch, check_mode):
+    cluster = dead_worker_cluster()
+    monkeypatch.setattr(node_outage, "cluster_for", lambda module: cluster)
+    monkeypatch.setattr(node_outage, "reader_for", lambda *args: FakePower("off"))
+    monkeypatch.setattr(node_outage, "Clock", FakeClock)
+    args = {"node": "w3", "power": POWER, "delete_volume_attachments": True, "verify_replacements": False}
+    result = run_module(node_outage, args, check_mode=check_mode)
+    assert not result["failed"], result["msg"]
+    assert (result["lock"]["holder"] is None) == check_mode
+
+
+def test_a_missing_proof_leads_with_its_first_detail():
+    error = MissingProofError(["not-ready", "power-off"], ["not-ready: node is Unknown for 5s only, need 60s", "power-off: unreadable"])
+    assert str(error) == (
+        "not-ready: node is Unknown for 5s only, need 60s: power-off not proven, nothing was changed. "
+        "Missing proof(s): not-ready, power-off. power-off: unreadable"
+    )
+
+
+def test_a_missing_proof_after_the_taint_does_not_say_nothing_was_changed():
+    error = MissingProofError(["power-off"], ["power-off before delete-pods: unreadable", "the taint stays"], unchanged=False)
+    assert str(error) == "power-off before delete-pods: unreadable: power-off not proven. Missing proof(s): power-off. the taint stays"
