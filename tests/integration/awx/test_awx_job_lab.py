@@ -166,7 +166,7 @@ def db_worker(lab):
 def test_node_outage_and_recover_run_as_the_controller_runs_them(lab, remediator, db_worker, tmp_path):
     node = db_worker
     templates = job_templates()
-    _, collections = synced_project(tmp_path)
+    collections = synced_project(tmp_path)[1]
     cluster = {"host": remediator["failover_host"], "api_key": remediator["failover_api_key"], "ca_cert": Path(remediator["failover_ca_cert"]).read_text()}
 
     outage = templates["nodeguard node-outage"]

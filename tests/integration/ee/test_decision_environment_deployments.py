@@ -16,6 +16,7 @@ and KUBERNETES_SERVICE_HOST/PORT, here the lab's apiserver. The allow-lists are 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import secrets
@@ -205,10 +206,10 @@ def power_events(lab, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
         **inventory(),
     }
     hmac_key = secrets.token_hex(24)
-    started = start("power-events", lab, directory, contents, {("nodeguard-power-events-key", "bmc-hmac-key"): hmac_key})
-    name, log = next(started)
-    yield name, log, {"port": port["containerPort"], "cert": cert, "key": hmac_key}
-    next(started, None)
+    running = contextlib.contextmanager(start)("power-events", lab, directory, contents,
+                                               {("nodeguard-power-events-key", "bmc-hmac-key"): hmac_key})
+    with running as (name, log):
+        yield name, log, {"port": port["containerPort"], "cert": cert, "key": hmac_key}
 
 
 def post(port: int, cert: Path, token: str) -> int:

@@ -65,7 +65,7 @@ def blackhole():
     listener.close()
 
 
-@pytest.mark.parametrize(("name", "first_call"), [("node-outage", "read node"), ("node-recover", "read node")])
+@pytest.mark.parametrize(("name", "first_call"), [("node_outage", "read node"), ("node_recover", "read node")])
 def test_a_blackholed_apiserver_ends_the_run_naming_the_call_before_the_lock_ttl(lab, remediator, blackhole, name, first_call):
     worker = lab.worker_names()[0]
     before = state(lab, worker)
@@ -73,7 +73,7 @@ def test_a_blackholed_apiserver_ends_the_run_naming_the_call_before_the_lock_ttl
     prefix = name.replace("-", "_")
     started = time.monotonic()
     options = {f"{prefix}_lock_ttl_seconds": LOCK_TTL}
-    if name == "node-recover":
+    if name == "node_recover":
         options["node_recover_retries"] = 0  # the role retries a run that is only not recovered yet
     result = playbook(remediator, name, worker, failover_host=host, **options)
     took = time.monotonic() - started
@@ -179,7 +179,7 @@ def test_a_taint_whose_reply_is_lost_after_the_commit_completes_the_outage(lab, 
     lab.wait_for(lambda: node_proven_dead(lab, db_worker), timeout=150, interval=2, what=f"{db_worker} NotReady with a stale Lease")
     result = playbook(
         remediator,
-        "node-outage",
+        "node_outage",
         db_worker,
         failover_host=host,
         failover_ca_cert=ca_cert,

@@ -98,7 +98,7 @@ def test_a_live_worker_whose_clock_lags_60s_is_refused_on_the_power_event_path(l
 
     lab.wait_for(renewed_and_lagging, timeout=30, what=f"{worker} renews its Lease, {LAG}s behind")
     before, histories = state(lab, worker), history_names(lab)
-    result = playbook(remediator, "node-outage", worker, node_outage_power_event_time=rfc3339(time.time()),
+    result = playbook(remediator, "node_outage", worker, node_outage_power_event_time=rfc3339(time.time()),
                       node_outage_power_by_node={worker: off_hook(tmp_path, worker)}, node_outage_proof_timeout=30)
     assert_refused_unchanged(lab, worker, result, before, "refused [lease-renewed]")
     output = result.stdout + result.stderr
@@ -146,7 +146,7 @@ def test_a_not_ready_worker_whose_lagging_kubelet_still_renews_is_refused_on_the
     assert time.time() - lease_renew_time(lab, worker) > LAG - 5  # older than 40 s + 5 s by our clock
     before, histories = state(lab, worker), history_names(lab)
     started = time.monotonic()
-    result = playbook(remediator, "node-outage", worker, node_outage_power_by_node={worker: off_hook(tmp_path, worker)})
+    result = playbook(remediator, "node_outage", worker, node_outage_power_by_node={worker: off_hook(tmp_path, worker)})
     output = result.stdout + result.stderr
     assert_refused_unchanged(lab, worker, result, before, "Missing proof(s): lease-stale.")  # NotReady and power held
     # Usually seen changing by the watch; a renewal between the proof's read and the next one is seen as "renewed its
@@ -196,7 +196,7 @@ def test_a_power_on_just_after_the_second_off_reading_ends_in_a_stopped_run_not_
              "agent_options": {"ca_cert": bmc["ca_cert"], "counter": str(counter)}}
     try:
         lab.power_off(target)
-        result = playbook(remediator, "node-outage", target, node_outage_power_event_time=rfc3339(time.time()),
+        result = playbook(remediator, "node_outage", target, node_outage_power_event_time=rfc3339(time.time()),
                           node_outage_power_by_node={target: power}, node_outage_proof_timeout=60,
                           node_outage_poll_interval=30)
         output = result.stdout + result.stderr

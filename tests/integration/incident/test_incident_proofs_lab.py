@@ -75,7 +75,7 @@ def test_resume_with_the_power_back_on_stops_with_a_consistent_record(lab, remed
         lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": ["nodeguard.test/hold"]}}))
     short_lock = {"node_outage_lock_ttl_seconds": 20, "node_outage_pod_delete_timeout": 240}
     try:
-        run = playbook(remediator, "node-outage", db_worker, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2, **short_lock)
+        run = playbook(remediator, "node_outage", db_worker, background=True, node_outage_fence=True, node_outage_fence_backoff_seconds=2, **short_lock)
         try:
             lab.wait_for(lambda: has_taint(lab, db_worker), timeout=180, interval=0.2, what="the out-of-service taint")
         finally:
@@ -86,7 +86,7 @@ def test_resume_with_the_power_back_on_stops_with_a_consistent_record(lab, remed
         assert stopped["steps"]["fence"]["outcome"] == "powered-off"
 
         lab.power_on(db_worker)  # the machine is back on: the rerun must not act on the old proofs
-        result = playbook(remediator, "node-outage", db_worker, node_outage_lock_wait_seconds=40, **short_lock)
+        result = playbook(remediator, "node_outage", db_worker, node_outage_lock_wait_seconds=40, **short_lock)
     finally:
         if pod_ref:
             lab.kubectl("patch", *pod_ref, "--type", "merge", "-p", json.dumps({"metadata": {"finalizers": None}}), check=False)
@@ -118,7 +118,7 @@ def test_recovery_with_an_unchanged_boot_id_is_refused(lab, remediator, db_worke
     lab.wait_for(lambda: node_proven_dead(lab, db_worker), timeout=150, interval=2, what=f"{db_worker} NotReady with a stale Lease")
     result = playbook(
         remediator,
-        "node-outage",
+        "node_outage",
         db_worker,
         node_outage_allow_manual_attestation=True,
         node_outage_power_by_node={db_worker: false_attestation(db_worker)},
@@ -136,7 +136,7 @@ def test_recovery_with_an_unchanged_boot_id_is_refused(lab, remediator, db_worke
     assert boot_id(lab, db_worker) == boot_before
 
     bmc = yaml.safe_load(INVENTORY.read_text())["all"]["children"]["workers"]["hosts"][db_worker]["bmc"]
-    result = playbook(remediator, "node-recover", db_worker, node_recover_retries=0, node_recover_power_by_node={db_worker: bmc})
+    result = playbook(remediator, "node_recover", db_worker, node_recover_retries=0, node_recover_power_by_node={db_worker: bmc})
     output = result.stdout + result.stderr
     assert result.returncode != 0, output[-4000:]
     assert "power-off proof was false" in output, output[-4000:]

@@ -83,7 +83,7 @@ def test_an_event_for_a_node_whose_lease_is_still_renewed_is_refused(lab, remedi
     event = time.time() - 25  # the kubelet (Lease every 10 s, or faster if tuned) has renewed since
     lab.wait_for(lambda: lease_renew_time(lab, worker) > event, timeout=30, what=f"{worker} renewed its Lease after the event time")
     before, histories = state(lab, worker), history_names(lab)
-    result = playbook(remediator, "node-outage", worker, node_outage_power_event_time=rfc3339(event),
+    result = playbook(remediator, "node_outage", worker, node_outage_power_event_time=rfc3339(event),
                       node_outage_power_by_node={worker: hook})
     assert_refused_unchanged(lab, worker, result, before, "refused [lease-renewed]")
     output = result.stdout + result.stderr
@@ -98,7 +98,7 @@ def test_an_event_now_for_a_node_that_renews_while_the_run_waits_is_refused(lab,
     before, histories = state(lab, worker), history_names(lab)
     # The event is "now": the Lease is younger than renew interval + margin, so the run waits (proof_timeout),
     # and the living kubelet renews meanwhile.
-    result = playbook(remediator, "node-outage", worker, node_outage_power_event_time=rfc3339(time.time()),
+    result = playbook(remediator, "node_outage", worker, node_outage_power_event_time=rfc3339(time.time()),
                       node_outage_power_by_node={worker: hook}, node_outage_proof_timeout=60)
     output = result.stdout + result.stderr
     assert_refused_unchanged(lab, worker, result, before, "renewed")
@@ -115,7 +115,7 @@ def test_a_powered_off_worker_is_failed_over_while_still_ready(lab, remediator):
         lab.power_off(target)  # Redfish ForceOff at the lab BMC: the kubelet is dead from here on
         event = time.time()
         assert lab.node_ready(target), "the node was NotReady already; the lab is tuned too fast for this test"
-        result = playbook(remediator, "node-outage", target, node_outage_power_event_time=rfc3339(event),
+        result = playbook(remediator, "node_outage", target, node_outage_power_event_time=rfc3339(event),
                           node_outage_proof_timeout=60)
         finished = time.time()
         output = result.stdout + result.stderr
@@ -168,7 +168,7 @@ def test_the_admission_policy_without_power_event_path_refuses_the_taint(lab, re
     try:
         lab.power_off(target)
         event = time.time()
-        result = playbook(remediator, "node-outage", target, node_outage_power_event_time=rfc3339(event),
+        result = playbook(remediator, "node_outage", target, node_outage_power_event_time=rfc3339(event),
                           node_outage_proof_timeout=60)
         output = result.stdout + result.stderr
         assert_refused_unchanged(lab, target, result, before, "refused [taint-refused]")

@@ -182,7 +182,7 @@ def test_power_off_node_outage_moves_the_db_pod_and_detaches(lab, real_worker, m
     lab.power_off(real_worker)
     lab.wait_for(lambda: not lab.node_ready(real_worker), timeout=180, interval=2, what=f"{real_worker} NotReady")
 
-    result = playbook(lab, "node-outage", real_worker)
+    result = playbook(lab, "node_outage", real_worker)
     assert result.returncode == 0, lab.playbook_failure(result.stdout + result.stderr)
     node = lab.core().read_node(real_worker)
     assert any(t.key == OUT_OF_SERVICE for t in node.spec.taints or []), "node-outage left no out-of-service taint"
@@ -199,7 +199,7 @@ def test_power_off_node_outage_moves_the_db_pod_and_detaches(lab, real_worker, m
     lab.power_on(real_worker)
     lab.wait_for(lambda: lab.node_ready(real_worker), timeout=240, interval=2, what=f"{real_worker} Ready after power-on")
     assert lab.core().read_node(real_worker).status.node_info.boot_id != boot_id
-    result = playbook(lab, "node-recover", real_worker)
+    result = playbook(lab, "node_recover", real_worker)
     assert result.returncode == 0, lab.playbook_failure(result.stdout + result.stderr)
     node = lab.core().read_node(real_worker)
     assert not any(t.key == OUT_OF_SERVICE for t in node.spec.taints or []), "node-recover kept the taint"

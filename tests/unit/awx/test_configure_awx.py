@@ -72,7 +72,7 @@ def test_incident_jobs_notify_on_start_success_and_failure(name: str) -> None:
     template = TEMPLATES[name]
     for event in ("started", "success", "error"):
         assert template[f"notification_templates_{event}"] == "{{ nodeguard_notifications }}"
-    (webhook,) = [task for task in tasks("awx.awx.notification_template")]
+    (webhook,) = list(tasks("awx.awx.notification_template"))
     assert webhook["awx.awx.notification_template"]["name"] == "nodeguard incidents"
     assert webhook["no_log"] is True  # the webhook's bearer token
 

@@ -52,6 +52,11 @@ def _out_of_range(variable: str, measured, question: dict, convert) -> list[str]
     return errors
 
 
+def _is_integer(value) -> bool:
+    """An int as AWX checks it: its type exactly, so True and False (bool, a subclass of int) are not integers."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def question_errors(question: dict, extra_vars: dict) -> list[str]:
     """The errors AWX reports for one survey question and a launch's extra_vars (empty: it passes)."""
     variable, kind = question["variable"], question["type"]
@@ -63,11 +68,11 @@ def question_errors(question: dict, extra_vars: dict) -> list[str]:
             return [f"{variable}: {value!r} is not a string"]
         return _out_of_range(variable, len(value), question, int)
     if kind == "integer":
-        if type(value) is not int:
+        if not _is_integer(value):
             return [f"{variable}: {value!r} is not an integer"]
         return _out_of_range(variable, value, question, int)
     if kind == "float":
-        if type(value) not in (int, float):
+        if not (_is_integer(value) or isinstance(value, float)):
             return [f"{variable}: {value!r} is not a number"]
         return _out_of_range(variable, value, question, float)
     if kind == "multiplechoice":
@@ -117,7 +122,7 @@ def spec_errors(spec: dict) -> list[str]:
         default = question.get("default", "")
         if default != "" and not isinstance(default, DEFAULT_TYPES[kind]):
             errors.append(f"{where}: default {default!r} has the wrong type for {kind}")
-        errors += [f"{where}: {key} is not an integer" for key in ("min", "max") if question.get(key) is not None and type(question[key]) is not int]
+        errors += [f"{where}: {key} is not an integer" for key in ("min", "max") if question.get(key) is not None and not _is_integer(question[key])]
         if kind in ("multiplechoice", "multiselect"):
             if "choices" not in question:
                 errors.append(f"{where}: no choices")

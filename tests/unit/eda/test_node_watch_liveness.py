@@ -4,12 +4,20 @@ that kind's watch makes progress, so a probe (deploy/rulebook/node-watch) sees a
 from __future__ import annotations
 
 import os
+import runpy
 import threading
 
-from test_node_watch import FakeServer, node, source  # noqa: F401 - source is a fixture
+import pytest
+from test_node_watch import SOURCE, FakeServer, node
 
 
-def run(source, server: FakeServer, stop: threading.Event) -> list:  # noqa: F811
+@pytest.fixture(scope="module")
+def source() -> dict:
+    """The source's namespace, loaded as ansible-rulebook loads it (runpy)."""
+    return runpy.run_path(str(SOURCE))
+
+
+def run(source, server: FakeServer, stop: threading.Event) -> list:
     """The Watch loop; returns, for each progress call, how many changes had been delivered by then."""
     delivered, marks = [], []
     watch = source["Watch"](
@@ -19,7 +27,7 @@ def run(source, server: FakeServer, stop: threading.Event) -> list:  # noqa: F81
     return marks
 
 
-def test_progress_on_each_list_event_bookmark_and_ended_watch_never_on_a_failure(source) -> None:  # noqa: F811
+def test_progress_on_each_list_event_bookmark_and_ended_watch_never_on_a_failure(source) -> None:
     stop = threading.Event()
     server = FakeServer(
         [node("w1")],
@@ -40,14 +48,14 @@ def test_progress_on_each_list_event_bookmark_and_ended_watch_never_on_a_failure
     assert run(source, server, stop) == [0, 1, 2, 2, 2]
 
 
-def test_a_watch_refused_every_time_makes_no_progress_after_its_list(source) -> None:  # noqa: F811
+def test_a_watch_refused_every_time_makes_no_progress_after_its_list(source) -> None:
     stop = threading.Event()
     refused = type("ApiException", (Exception,), {"status": 403})
     server = FakeServer([node("w1")], ["7"], [refused(), refused(), refused()], stop)
     assert run(source, server, stop) == [0]
 
 
-def test_liveness_sets_the_time_of_the_kinds_file(source, tmp_path) -> None:  # noqa: F811
+def test_liveness_sets_the_time_of_the_kinds_file(source, tmp_path) -> None:
     touch = source["liveness"](str(tmp_path), "leases")
     touch()
     path = tmp_path / "leases"
@@ -57,7 +65,7 @@ def test_liveness_sets_the_time_of_the_kinds_file(source, tmp_path) -> None:  # 
     assert [p.name for p in tmp_path.iterdir()] == ["leases"]
 
 
-def test_no_directory_no_file_and_an_unwritable_one_is_logged(source, tmp_path, caplog) -> None:  # noqa: F811
+def test_no_directory_no_file_and_an_unwritable_one_is_logged(source, tmp_path, caplog) -> None:
     source["liveness"]("", "nodes")()
     source["liveness"](None, "nodes")()
     source["liveness"](str(tmp_path / "missing"), "nodes")()
@@ -65,5 +73,5 @@ def test_no_directory_no_file_and_an_unwritable_one_is_logged(source, tmp_path, 
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_variable_name_is_the_one_the_deployment_sets(source) -> None:  # noqa: F811
+def test_the_variable_name_is_the_one_the_deployment_sets(source) -> None:
     assert source["LIVENESS_ENV"] == "NODEGUARD_NODE_WATCH_LIVENESS_DIR"
