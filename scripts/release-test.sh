@@ -68,9 +68,10 @@ for f in README.md LICENSE meta/runtime.yml meta/execution-environment.yml $ee_f
 done
 echo "  ok $(wc -l < "$work/artifact-files") files: ${ships[*]}; none of ${keep_out[*]} or top-level dot files"
 
-# Size: the artifact is what users run (2.4 MiB unpacked at 0.1.0); the budget leaves room to grow, while the
-# workshop (the benchmark pages alone are 0.65 MiB) does not fit.
-budget_kib=2800
+# Size: the artifact is what users run (2.8 MiB unpacked at the 0.1.0 release, with its changelog, the AWX project and
+# the monitoring files); the budget leaves room to grow, while the workshop (the benchmark pages alone are 0.65 MiB)
+# does not fit.
+budget_kib=3200
 mkdir -p "$work/unpacked" && tar -xzf "$artifact" -C "$work/unpacked"
 size_kib=$(du -sk --apparent-size "$work/unpacked" | cut -f1)
 [ "$size_kib" -le "$budget_kib" ] || fail "the unpacked artifact is $size_kib KiB, above its budget of $budget_kib KiB; largest:
