@@ -72,10 +72,15 @@ def synced_project(root: Path) -> tuple[Path, Path]:
     (artifact,) = (root / "build").glob("nodeguard-failover-*.tar.gz")
     shutil.copy(artifact, project / "collections" / "nodeguard-failover.tar.gz")
     collections = root / "requirements_collections"
-    # --no-deps: the dependencies come from the ansible package, as in the lab's execution environment
+    # As the controller's project sync runs it: its own configuration, not this checkout's ansible.cfg (make exports
+    # ANSIBLE_CONFIG, whose collections path already holds nodeguard.failover, and the install would find it there
+    # and do nothing). --no-deps: the dependencies come from the ansible package, as in the execution environment.
+    (root / "empty.cfg").write_text("")
+    sync_env = {key: value for key, value in os.environ.items() if not key.startswith("ANSIBLE_COLLECTIONS_PATH")}
     subprocess.run(
         [str(BIN / "ansible-galaxy"), "collection", "install", "-r", "collections/requirements.yml", "-p", str(collections), "--no-deps"],
         cwd=project,
+        env=dict(sync_env, ANSIBLE_CONFIG=str(root / "empty.cfg")),
         check=True,
         capture_output=True,
         text=True,
