@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ansible_collections.nodeguard.failover.plugins.module_utils.errors import ClusterError
 from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.waiters import Clock, wait_until
-from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.workloads import ROLLABLE, controller_of, owner_of, rollout_status
+from ansible_collections.nodeguard.failover.plugins.module_utils.k8s.workloads import ROLLABLE, owner_of, rollout_status
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.tolerations import admitted_with_old_defaults
 
 FINISHED = ("Succeeded", "Failed")
@@ -27,7 +27,7 @@ def stale_pods(workloads, defaults: dict, namespaces=()) -> list:
     for pod in workloads.list_pods_in(namespaces):
         if (pod.get("status") or {}).get("phase") in FINISHED:
             continue
-        owner = owner_of(workloads, pod, cache) if controller_of(pod.get("metadata") or {}) else None
+        owner = owner_of(workloads, pod, cache)
         workload = (owner or {}).get("object")
         template = ((workload or {}).get("spec") or {}).get("template", {}).get("spec") if workload else None
         stale = admitted_with_old_defaults(pod, template, defaults)

@@ -82,12 +82,3 @@ def lease_renewed_since(lease, baseline) -> bool:
     if renewed is None:
         return False
     return baseline is None or renewed > baseline
-
-
-def lease_age(lease: dict, now: float):
-    """(seconds since last renew, leaseDurationSeconds) or (None, None) without a renewTime."""
-    spec = (lease or {}).get("spec") or {}
-    renewed = parse_time(spec.get("renewTime"))
-    if renewed is None:
-        return None, None
-    return now - renewed, spec.get("leaseDurationSeconds") or 40

@@ -16,14 +16,19 @@ from urllib.parse import urlsplit
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import DEFAULT_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.presets import STOCK as STOCK_PRESET
 from ansible_collections.nodeguard.failover.plugins.module_utils.model.table import format_seconds
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER, kubernetes_defaults
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.tolerations import NOT_READY, UNREACHABLE, by_design, mismatches
-from ansible_collections.nodeguard.failover.plugins.module_utils.model.versions import NEWEST_SUPPORTED, Version
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.timings import APISERVER
+from ansible_collections.nodeguard.failover.plugins.module_utils.model.tolerations import (
+    API_SERVER_DEFAULTS,
+    NOT_READY,
+    UNREACHABLE,
+    by_design,
+    mismatches,
+)
 
 TOLERATION_FLAGS = {NOT_READY: "default-not-ready-toleration-seconds", UNREACHABLE: "default-unreachable-toleration-seconds"}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 # the apiserver's default-unreachable-toleration-seconds when nobody sets it (the same in every version)
-STOCK_UNREACHABLE_TOLERATION_SECONDS = kubernetes_defaults(Version(*NEWEST_SUPPORTED, 0)).unreachable_toleration_seconds
+STOCK_UNREACHABLE_TOLERATION_SECONDS = API_SERVER_DEFAULTS[UNREACHABLE]
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 # Severities, lowest first. low: a trade-off a preset makes on purpose; medium: failover slower or less safe than
 # the timeline says; high: a failure the cluster cannot fail over from, or settings that contradict each other.
